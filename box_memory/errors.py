@@ -1,0 +1,101 @@
+"""Typed library errors. The CLI maps them to exit codes and the JSON envelope in one place."""
+
+from __future__ import annotations
+
+
+class BoxMemoryError(Exception):
+    """Base error: `code` is the stable machine name, `exit_code` the CLI exit code."""
+
+    code = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class UsageProblem(BoxMemoryError):
+    code = "usage_error"
+    exit_code = 2
+
+
+class InvalidInput(UsageProblem):
+    """Bad input from the caller (title, team, kind, content...). Nothing was written."""
+
+    code = "invalid_input"
+
+
+class InvalidFile(BoxMemoryError):
+    """A file in the workspace cannot be parsed (config, index, frontmatter)."""
+
+    code = "invalid_file"
+
+
+class WorkspaceNotFound(BoxMemoryError):
+    code = "workspace_not_found"
+    exit_code = 3
+
+
+class BackendUnavailable(BoxMemoryError):
+    """Box MCP not connected, auth failed, tool missing, Box Drive folder missing."""
+
+    code = "backend_unavailable"
+    exit_code = 4
+
+
+class AuthError(BackendUnavailable):
+    code = "auth_failed"
+
+
+class ToolMissing(BackendUnavailable):
+    code = "tool_missing"
+
+
+class ToolDisabled(BackendUnavailable):
+    code = "tool_disabled"
+
+
+class BoxToolError(BoxMemoryError):
+    """A Box tool answered with an error (relayed Box API error). `status`/`box_code` when known."""
+
+    code = "box_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        box_code: str | None = None,
+        body: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.box_code = box_code
+        self.body = body
+
+
+class LockBusy(BoxMemoryError):
+    code = "lock_busy"
+    exit_code = 5
+
+
+class IntegrityProblem(BoxMemoryError):
+    code = "integrity_problem"
+    exit_code = 6
+
+
+class NotFound(BoxMemoryError):
+    code = "not_found"
+
+
+class DuplicateMemory(BoxMemoryError):
+    code = "duplicate"
+
+
+class HeldMemory(BoxMemoryError):
+    code = "held"
