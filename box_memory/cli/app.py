@@ -1,0 +1,47 @@
+"""The `box-memory` Typer application: each command is a thin layer over one library call."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from box_memory import __version__
+
+app = typer.Typer(
+    name="box-memory",
+    help="Durable, auditable memory for AI agents, stored as markdown files in Box.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"box-memory {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Durable, auditable memory for AI agents, stored as markdown files in Box."""
+
+
+def _register() -> None:
+    from box_memory.cli import memory_cmds
+
+    for module in (memory_cmds,):
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,158 @@
+"""One place that turns a command's outcome or error into output and an exit code.
+
+Human output uses rich on a terminal and plain text otherwise; `--json` prints exactly one
+envelope on stdout. Typed library errors map to exit codes here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import orjson
+
+from box_memory.errors import BoxMemoryError
+
+RESULT_VERSION = 1
+
+
+@dataclass
+class Opts:
+    json: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    workspace: str | None = None
+
+
+@dataclass
+class Outcome:
+    data: dict[str, Any]
+    lines: list[str] = field(default_factory=list)  # plain human text; rich markup allowed
+    warnings: list[str] = field(default_factory=list)
+    status: str = "ok"
+    exit_code: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+    table: tuple[list[str], list[list[str]]] | None = None
+
+
+class Printer:
+    """Writes human output: rich on a TTY (imported only then), plain text otherwise."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._console: Any = None
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
+        return self._console
+
+    def line(self, text: str) -> None:
+        if self.tty:
+            self.console.print(text)
+        else:
+            self.stream.write(strip_markup(text) + "\n")
+
+    def table(self, headers: list[str], rows: list[list[str]]) -> None:
+        if self.tty:
+            from rich.table import Table
+
+            t = Table(*headers, show_edge=False, pad_edge=False)
+            for r in rows:
+                t.add_row(*r)
+            self.console.print(t)
+        else:
+            self.stream.write("\t".join(headers) + "\n")
+            for r in rows:
+                self.stream.write("\t".join(strip_markup(c) for c in r) + "\n")
+
+
+def strip_markup(text: str) -> str:
+    import re
+
+    return re.sub(
+        r"\[/?(?:bold|dim|red|green|yellow|cyan|magenta|blue|italic|underline|reverse)[^\]]*\]", "", text
+    )
+
+
+def escape(text: str) -> str:
+    """Escape rich markup in untrusted text (memory titles, bodies)."""
+    return text.replace("[", "\\[")
+
+
+def envelope(command: str, outcome: Outcome, started: float) -> dict[str, Any]:
+    return {
+        "box_memory_result_version": RESULT_VERSION,
+        "command": command,
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_ms": round((time.perf_counter() - started) * 1000),
+        "data": outcome.data,
+        "warnings": outcome.warnings,
+        "errors": outcome.errors,
+    }
+
+
+def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
+    if opts.json:
+        sys.stdout.buffer.write(
+            orjson.dumps(envelope(command, outcome, started), option=orjson.OPT_NON_STR_KEYS, default=str)
+            + b"\n"
+        )
+        sys.stdout.flush()
+        return
+    err = Printer(sys.stderr)
+    for w in outcome.warnings:
+        err.line(f"[yellow]warning:[/yellow] {w}")
+    if opts.quiet:
+        return
+    out = Printer()
+    for line in outcome.lines:
+        out.line(line)
+    if outcome.table is not None:
+        out.table(*outcome.table)
+
+
+def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
+    """Run a library call, render its outcome, exit with the mapped code."""
+    started = time.perf_counter()
+    try:
+        outcome = fn()
+    except BoxMemoryError as e:
+        outcome = Outcome(
+            data={},
+            status="error",
+            exit_code=e.exit_code,
+            errors=[{"code": e.code, "message": one_line(str(e))}],
+        )
+        if not opts.json:
+            Printer(sys.stderr).line(f"[red]error:[/red] {escape(one_line(str(e)))}")
+            raise SystemExit(e.exit_code) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as e:  # an unexpected failure still gets one line and exit 1
+        if opts.verbose:
+            traceback.print_exc()
+        outcome = Outcome(
+            data={},
+            status="error",
+            exit_code=1,
+            errors=[{"code": "internal_error", "message": one_line(f"{type(e).__name__}: {e}")}],
+        )
+        if not opts.json:
+            Printer(sys.stderr).line(f"[red]error:[/red] {escape(outcome.errors[0]['message'])}")
+            raise SystemExit(1) from None
+    emit(command, opts, outcome, started)
+    raise SystemExit(outcome.exit_code)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())[:1000]

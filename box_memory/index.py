@@ -1,0 +1,238 @@
+"""Per-folder `_index.json` and the workspace rollup: derived state, always rebuildable from files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from box_memory import frontmatter
+from box_memory.errors import BoxMemoryError, InvalidFile, NotFound
+from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
+from box_memory.store.base import join
+from box_memory.workspace import INDEX_NAME, Workspace
+
+LIVE = ("active", "draft", "held")
+STALE_TOLERANCE_S = 2.0
+SKIP_MD = {"README.md"}
+
+
+def _rank(e: dict[str, Any]) -> tuple[int, str]:
+    """Preference for 1:1 maps: live memories first, then the newest."""
+    return (1 if e.get("status") in LIVE else 0, str(e.get("updated_at") or ""))
+
+
+def build_maps(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """All seven maps. 1:1 maps keep the preferred entry (live, then newest) for a shared key."""
+    by_id: dict[str, int] = {}
+    best: dict[str, dict[str, tuple[tuple[int, str], str]]] = {"slug": {}, "wiki": {}, "comp": {}}
+    by_kind: dict[str, list[str]] = {}
+    by_tag: dict[str, list[str]] = {}
+    by_status: dict[str, list[str]] = {}
+    for pos, e in enumerate(entries):
+        mid = str(e.get("id"))
+        by_id[mid] = pos
+        r = _rank(e)
+        for key, val in (("slug", e.get("slug")), ("wiki", e.get("title")), ("comp", e.get("companion_for"))):
+            if val:
+                cur = best[key].get(str(val))
+                if cur is None or r >= cur[0]:
+                    best[key][str(val)] = (r, mid)
+        by_kind.setdefault(str(e.get("kind")), []).append(mid)
+        for t in e.get("tags") or []:
+            by_tag.setdefault(str(t), []).append(mid)
+        by_status.setdefault(str(e.get("status")), []).append(mid)
+    return {
+        "by_id": by_id,
+        "by_slug": {k: v[1] for k, v in best["slug"].items()},
+        "by_wikilink": {k: v[1] for k, v in best["wiki"].items()},
+        "by_kind": by_kind,
+        "by_tag": by_tag,
+        "by_status": by_status,
+        "by_companion_for": {k: v[1] for k, v in best["comp"].items()},
+    }
+
+
+@dataclass
+class FolderIndex:
+    folder: str  # workspace-relative, no trailing slash
+    data: dict[str, Any] = field(default_factory=dict)
+    existed: bool = True
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self.data.setdefault("entries", [])
+        return entries
+
+    @property
+    def updated_at(self) -> str:
+        return str(self.data.get("updated_at") or "")
+
+    def get(self, mem_id: str) -> dict[str, Any] | None:
+        pos = (self.data.get("by_id") or {}).get(mem_id)
+        if isinstance(pos, int) and 0 <= pos < len(self.entries) and self.entries[pos].get("id") == mem_id:
+            return self.entries[pos]
+        for e in self.entries:
+            if e.get("id") == mem_id:
+                return e
+        return None
+
+    def upsert(self, entry: dict[str, Any]) -> None:
+        pos = next((i for i, e in enumerate(self.entries) if e.get("id") == entry["id"]), None)
+        if pos is None:
+            pos_map = (self.data.get("by_id") or {}).get(entry["id"])
+            pos = pos_map if isinstance(pos_map, int) and pos_map < len(self.entries) else None
+        if pos is not None and self.entries[pos].get("id") == entry["id"]:
+            self.entries[pos] = entry
+        else:
+            self.entries.append(entry)
+
+    def remove(self, mem_id: str) -> None:
+        self.data["entries"] = [e for e in self.entries if e.get("id") != mem_id]
+
+    def finalize(self, tier: str | None = None) -> None:
+        d = self.data
+        d.setdefault("version", 1)
+        d.setdefault("folder_id", None)
+        d["folder_path"] = self.folder.rstrip("/") + "/"
+        d["updated_at"] = now_iso()
+        if tier is not None:
+            d.setdefault("tier", tier)
+        d["entry_count"] = len(self.entries)
+        d.update(build_maps(self.entries))
+
+    def to_bytes(self) -> bytes:
+        return orjson.dumps(self.data, option=orjson.OPT_INDENT_2)
+
+
+def parse_index(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise InvalidFile(
+            f"{where} is not valid JSON ({e.args[0]}); run `box-memory index-rebuild`"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
+        raise InvalidFile(f"{where} is not a box-memory index; run `box-memory index-rebuild`")
+    if any(not isinstance(e, dict) for e in data.get("entries", [])):
+        raise InvalidFile(f"{where} has malformed entries; run `box-memory index-rebuild`")
+    return data
+
+
+def load_index(ws: Workspace, folder: str) -> FolderIndex:
+    path = join(folder, INDEX_NAME)
+    try:
+        raw = ws.store.read_bytes(path)
+    except NotFound:
+        return FolderIndex(folder, {"version": 1, "folder_path": folder + "/", "entries": []}, existed=False)
+    return FolderIndex(folder, parse_index(raw, f"{ws.describe()}/{path}"))
+
+
+def save_index(ws: Workspace, idx: FolderIndex) -> None:
+    idx.finalize(str(ws.config.data.get("tier") or "unknown"))
+    ws.store.write_bytes(join(idx.folder, INDEX_NAME), idx.to_bytes())
+
+
+def load_all(ws: Workspace) -> list[FolderIndex]:
+    return [load_index(ws, f) for f in ws.index_folders()]
+
+
+def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None) -> dict[str, Any]:
+    """Rewrite `<root>/_index.json` over every child index (in-memory copies for `updated`)."""
+    updated = updated or {}
+    entries: list[dict[str, Any]] = []
+    children: list[dict[str, Any]] = []
+    for folder in ws.index_folders():
+        idx = updated.get(folder) or load_index(ws, folder)
+        if not idx.existed and folder not in updated:
+            continue
+        children.append(
+            {
+                "folder_path": folder + "/",
+                "folder_id": idx.data.get("folder_id"),
+                "index_file_id": idx.data.get("index_file_id"),
+            }
+        )
+        for e in idx.entries:
+            entries.append({**e, "folder_path": folder + "/"})
+    old: dict[str, Any] = {}
+    try:
+        old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
+    except (NotFound, InvalidFile):
+        old = {}
+    roll = {k: v for k, v in old.items() if k not in (*INDEX_MAPS, "entries", "child_indexes")}
+    roll.update(
+        {
+            "version": 1,
+            "folder_id": ws.config.folder_ids.get("root"),
+            "folder_path": "",
+            "updated_at": now_iso(),
+            "tier": ws.config.data.get("tier") or "unknown",
+            "entry_count": len(entries),
+            "entries": entries,
+            **build_maps(entries),
+            "child_indexes": children,
+        }
+    )
+    ws.store.write_bytes(INDEX_NAME, orjson.dumps(roll, option=orjson.OPT_INDENT_2))
+    return roll
+
+
+# --- scanning memory files ------------------------------------------------------------------
+
+
+@dataclass
+class Orphan:
+    path: str
+    reason: str
+
+
+def read_memory(ws: Workspace, path: str) -> Memory:
+    raw = ws.store.read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidFile(f"{path}: not UTF-8 text") from None
+    meta, body = frontmatter.parse(text, path)
+    return Memory.from_meta(meta, body, path)
+
+
+def is_memory_file(name: str) -> bool:
+    return name.endswith(".md") and name not in SKIP_MD and not name.startswith(".")
+
+
+def scan_folder(ws: Workspace, folder: str) -> tuple[list[dict[str, Any]], list[Orphan]]:
+    """Entries for every parseable memory file in `folder`; the others are reported as orphans."""
+    entries: list[dict[str, Any]] = []
+    orphans: list[Orphan] = []
+    for ent in sorted(ws.store.list_dir(folder), key=lambda e: e.name):
+        if ent.is_dir or not is_memory_file(ent.name):
+            continue
+        path = join(folder, ent.name)
+        try:
+            mem = read_memory(ws, path)
+        except BoxMemoryError as e:
+            orphans.append(Orphan(path, str(e).removeprefix(f"{path}: ")))
+            continue
+        entries.append(index_entry(mem, filename=ent.name, file_id=ent.file_id, size_bytes=ent.size))
+    return entries, orphans
+
+
+def drift(ws: Workspace, idx: FolderIndex) -> list[str]:
+    """Why this folder index may be stale (empty when it looks current)."""
+    reasons: list[str] = []
+    listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
+    on_disk = {e.name for e in listing}
+    indexed = {str(e.get("filename")) for e in idx.entries}
+    if on_disk - indexed:
+        reasons.append(f"{len(on_disk - indexed)} file(s) in {idx.folder}/ are not in its index")
+    if indexed - on_disk:
+        reasons.append(f"{len(indexed - on_disk)} indexed file(s) are missing from {idx.folder}/")
+    t = parse_time(idx.updated_at)
+    if t is not None:
+        limit = t.timestamp() + STALE_TOLERANCE_S
+        newer = [e.name for e in listing if e.modified > limit]
+        if newer:
+            reasons.append(f"{len(newer)} file(s) in {idx.folder}/ changed after its index")
+    return reasons

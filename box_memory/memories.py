@@ -1,0 +1,385 @@
+"""Write, supersede and get memories. Append-only: only supersede bookkeeping rewrites a file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from box_memory import frontmatter
+from box_memory.errors import DuplicateMemory, HeldMemory, InvalidInput, NotFound
+from box_memory.ids import (
+    is_memory_id,
+    new_id,
+    next_free_slug,
+    normalize_tag,
+    slugify,
+    validate_title,
+)
+from box_memory.index import (
+    FolderIndex,
+    drift,
+    load_all,
+    load_index,
+    read_memory,
+    refresh_rollup,
+    save_index,
+    scan_folder,
+)
+from box_memory.model import (
+    WRITABLE_STATUSES,
+    Memory,
+    check_confidence,
+    check_kind,
+    check_status,
+    index_entry,
+    now_iso,
+)
+from box_memory.store.base import AlreadyExists, join
+from box_memory.workspace import Workspace
+
+MAX_CONTENT_BYTES = 1024 * 1024
+_BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_DECISION_RE = re.compile(r"\b(we|i|team)\s+(decided|will use|chose|choose|agreed|are going with)\b", re.I)
+_TASK_RE = re.compile(r"(\bTODO\b|\bneed to\b|\bneeds to\b|^\s*[-*] \[ \])", re.I | re.M)
+_SOURCE_RE = re.compile(r"^([a-z][a-z0-9_-]{0,31}):(.+)$")
+
+
+def infer_kind(content: str) -> str:
+    """decision / task from clear phrasing, otherwise note (never guess fact/observation/reference)."""
+    if _DECISION_RE.search(content):
+        return "decision"
+    if _TASK_RE.search(content):
+        return "task"
+    return "note"
+
+
+def check_content(content: str | bytes) -> str:
+    if isinstance(content, bytes):
+        if len(content) > MAX_CONTENT_BYTES:
+            raise InvalidInput(f"content is larger than {MAX_CONTENT_BYTES // 1024} KiB")
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(
+                "content is binary (not UTF-8 text); describe binaries with `companion`"
+            ) from None
+    if len(content.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
+        raise InvalidInput(f"content is larger than {MAX_CONTENT_BYTES // 1024} KiB")
+    if _BINARY_RE.search(content):
+        raise InvalidInput("content contains binary/control characters; describe binaries with `companion`")
+    if not content.strip():
+        raise InvalidInput("content is empty")
+    return content
+
+
+def parse_source(text: str) -> dict[str, str]:
+    m = _SOURCE_RE.match(text.strip())
+    if not m or not m.group(2).strip():
+        raise InvalidInput(f"invalid --source {text!r}: use TYPE:REF (e.g. url:https://..., box_file:123)")
+    return {"type": m.group(1), "ref": m.group(2).strip()}
+
+
+def parse_related(text: str) -> str:
+    t = text.strip()
+    inner = t[2:-2] if t.startswith("[[") and t.endswith("]]") else t
+    validate_title(inner)
+    return f"[[{inner}]]"
+
+
+def memory_filename(kind: str, slug: str) -> str:
+    return f"{kind}__{slug}.md"
+
+
+def render_body(title: str, content: str) -> str:
+    content = content.strip("\n")
+    if content.lstrip().startswith("# "):
+        return content + "\n"
+    return f"# {title}\n\n{content}\n"
+
+
+@dataclass
+class WriteRequest:
+    content: str
+    title: str
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    team: str | None = None
+    status: str = "active"
+    supersedes: str | None = None
+    related: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    agent: str | None = None
+    sources: list[str] = field(default_factory=list)
+    new_slug: bool = False
+    links: list[dict[str, str]] = field(default_factory=list)
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Located:
+    entry: dict[str, Any]
+    folder: str
+
+    @property
+    def path(self) -> str:
+        return str(self.entry.get("local_path") or join(self.folder, str(self.entry["filename"])))
+
+
+def _find_by_id(indexes: list[FolderIndex], mem_id: str) -> Located | None:
+    for idx in indexes:
+        e = idx.get(mem_id)
+        if e is not None:
+            return Located(e, idx.folder)
+    return None
+
+
+def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
+    """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
+    title = validate_title(req.title)
+    content = check_content(req.content)
+    kind = check_kind(req.kind) if req.kind else infer_kind(content)
+    status = check_status(req.status, WRITABLE_STATUSES)
+    tags = list(dict.fromkeys(normalize_tag(t) for t in req.tags))
+    related = [parse_related(r) for r in req.related]
+    sources: list[dict[str, Any]] = [parse_source(s) for s in req.sources]
+    confidence = check_confidence(req.confidence)
+    team = ws.require_team(req.team)
+    if req.supersedes is not None and not is_memory_id(req.supersedes):
+        raise InvalidInput(f"--supersedes needs a memory id (mem_...), got {req.supersedes!r}")
+    folder = ws.memories_folder(team)
+
+    with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
+        idx = load_index(ws, folder)
+        warnings: list[str] = []
+        if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
+            entries, _orphans = scan_folder(ws, folder)
+            idx.data["entries"] = entries
+            warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
+        others: dict[str, FolderIndex] = {folder: idx}
+        old: Located | None = None
+        old_mem: Memory | None = None
+        if req.supersedes:
+            old = _find_by_id([idx], req.supersedes) or _find_by_id(
+                [i for i in load_all(ws) if i.folder != folder], req.supersedes
+            )
+            if old is None:
+                raise NotFound(f"memory {req.supersedes} (to supersede) not found")
+            old_mem = read_memory(ws, old.path)
+            if old_mem.status == "held":
+                raise HeldMemory(
+                    f"memory {old_mem.id} is under legal hold (status held) and is never modified"
+                )
+            if old_mem.status == "superseded":
+                raise InvalidInput(
+                    f"memory {old_mem.id} is already superseded by {old_mem.superseded_by}; "
+                    "supersede that one"
+                )
+            if old.folder != folder:
+                others[old.folder] = load_index(ws, old.folder) if old.folder != folder else idx
+
+        base = slugify(title)
+        taken = {str(e.get("slug")) for e in idx.entries}
+        taken |= {
+            e.name.split("__", 1)[1][:-3]
+            for e in ws.store.list_dir(folder)
+            if "__" in e.name and e.name.endswith(".md")
+        }
+        same = next((e for e in idx.entries if e.get("slug") == base), None)
+        if (
+            same is not None
+            and str(same.get("title", "")).casefold() == title.casefold()
+            and not req.new_slug
+            and not (req.supersedes and same.get("id") == req.supersedes)
+            and same.get("status") not in ("superseded", "archived")
+        ):
+            raise DuplicateMemory(
+                f"a memory titled {title!r} already exists ({same.get('id')}); "
+                "pass --supersedes ID to replace it or --new-slug to keep both"
+            )
+        slug = next_free_slug(base, taken)
+
+        mem_id = new_id()
+        now = now_iso()
+        meta: dict[str, Any] = {
+            "id": mem_id,
+            "slug": slug,
+            "title": title,
+            "kind": kind,
+            "status": status,
+            "team": ws.team_of(team),
+            "created_at": now,
+            "updated_at": now,
+        }
+        if req.agent:
+            meta["agent"] = req.agent
+        if confidence is not None:
+            meta["confidence"] = confidence
+        if tags:
+            meta["tags"] = tags
+        if related:
+            meta["related"] = related
+        if req.links:
+            meta["links"] = req.links
+        if sources:
+            meta["sources"] = sources
+        if req.supersedes:
+            meta["supersedes"] = [req.supersedes]
+        meta.update(req.extra_meta)
+
+        body = render_body(title, content)
+        data = frontmatter.render(meta, body).encode("utf-8")
+        filename = memory_filename(kind, slug)
+        path = join(folder, filename)
+        while True:
+            try:
+                file_id = ws.store.create_bytes(path, data)
+                break
+            except AlreadyExists:
+                # A file not yet in the index has that name: take the next suffix, never overwrite.
+                taken.add(slug)
+                slug = next_free_slug(base, taken)
+                meta["slug"] = slug
+                data = frontmatter.render(meta, body).encode("utf-8")
+                filename = memory_filename(kind, slug)
+                path = join(folder, filename)
+        mem = Memory(meta, body, path)
+        idx.upsert(index_entry(mem, filename=filename, file_id=file_id, size_bytes=len(data)))
+
+        if old is not None and old_mem is not None:
+            old_mem.meta["status"] = "superseded"
+            old_mem.meta["superseded_by"] = mem_id
+            old_mem.meta["updated_at"] = now_iso()
+            old_raw = frontmatter.render(old_mem.meta, old_mem.body).encode("utf-8")
+            old_file_id = ws.store.write_bytes(old.path, old_raw)
+            old_idx = others[old.folder]
+            old_idx.upsert(
+                index_entry(
+                    old_mem,
+                    filename=str(old.entry.get("filename") or old.path.rsplit("/", 1)[-1]),
+                    file_id=old_file_id or old.entry.get("file_id"),
+                    size_bytes=len(old_raw),
+                )
+            )
+        for changed in others.values():
+            save_index(ws, changed)
+        refresh_rollup(ws, others)
+
+    return {
+        "id": mem_id,
+        "slug": slug,
+        "title": title,
+        "kind": kind,
+        "status": status,
+        "team": ws.team_of(team),
+        "file": path,
+        "folder": folder + "/",
+        "file_id": file_id,
+        "supersedes": req.supersedes,
+        "warnings": warnings,
+    }
+
+
+# --- lookup ---------------------------------------------------------------------------------
+
+
+def locate(ws: Workspace, ref: str, indexes: list[FolderIndex] | None = None) -> Located:
+    """Find a memory by id, Box file id, `[[Title]]` (exact, then case-insensitive) or slug."""
+    indexes = indexes if indexes is not None else load_all(ws)
+    ref = ref.strip()
+    if not ref:
+        raise InvalidInput("empty reference: give a memory id, [[Title]] or slug")
+    if is_memory_id(ref):
+        found = _find_by_id(indexes, ref)
+        if found is None:
+            raise NotFound(f"no memory with id {ref}")
+        return found
+    if ref.isdigit() and len(ref) >= 10:
+        for idx in indexes:
+            for e in idx.entries:
+                if str(e.get("file_id")) == ref:
+                    return Located(e, idx.folder)
+        raise NotFound(f"no memory with Box file id {ref}")
+    if ref.startswith("[[") and ref.endswith("]]"):
+        title = ref[2:-2].strip()
+        for exact in (True, False):
+            hits = [
+                Located(e, idx.folder)
+                for idx in indexes
+                for e in idx.entries
+                if (
+                    e.get("title") == title
+                    if exact
+                    else str(e.get("title", "")).casefold() == title.casefold()
+                )
+            ]
+            if hits:
+                return max(
+                    hits,
+                    key=lambda h: (
+                        h.entry.get("status") in ("active", "draft", "held"),
+                        str(h.entry.get("updated_at") or ""),
+                    ),
+                )
+        raise NotFound(f"dangling wikilink [[{title}]]: no memory has that title")
+    hits = [Located(e, idx.folder) for idx in indexes for e in idx.entries if e.get("slug") == ref]
+    if hits:
+        return max(
+            hits,
+            key=lambda h: (
+                h.entry.get("status") in ("active", "draft", "held"),
+                str(h.entry.get("updated_at") or ""),
+            ),
+        )
+    raise NotFound(f"no memory matches {ref!r} (expected a memory id, [[Title]] or slug)")
+
+
+def chain(indexes: list[FolderIndex], start_id: str) -> list[dict[str, Any]]:
+    """The whole supersede chain through `start_id`, oldest first (entries with `folder`)."""
+    by_id: dict[str, tuple[dict[str, Any], str]] = {}
+    back: dict[str, str] = {}
+    for idx in indexes:
+        for e in idx.entries:
+            by_id[str(e["id"])] = (e, idx.folder)
+            if e.get("superseded_by"):
+                back[str(e["superseded_by"])] = str(e["id"])
+    first = start_id
+    seen = {first}
+    while first in back and back[first] not in seen:
+        first = back[first]
+        seen.add(first)
+    out: list[dict[str, Any]] = []
+    cur: str | None = first
+    visited: set[str] = set()
+    while cur and cur in by_id and cur not in visited:
+        visited.add(cur)
+        e, folder = by_id[cur]
+        out.append({**e, "folder": folder + "/"})
+        nxt = e.get("superseded_by")
+        cur = str(nxt) if nxt else None
+    return out
+
+
+def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, Any]:
+    indexes = load_all(ws)
+    loc = locate(ws, ref, indexes)
+    mem = read_memory(ws, loc.path)
+    result: dict[str, Any] = {
+        "id": mem.id,
+        "path": loc.path,
+        "frontmatter": mem.meta,
+        "body": mem.body,
+    }
+    links = chain(indexes, mem.id)
+    current = links[-1] if links else None
+    if current is not None and current["id"] != mem.id:
+        result["current_id"] = current["id"]
+    if history:
+        result["history"] = [
+            {
+                k: e.get(k)
+                for k in ("id", "title", "slug", "status", "updated_at", "superseded_by", "local_path")
+            }
+            for e in links
+        ]
+    return result

@@ -1,0 +1,268 @@
+"""Local folder store (Box Drive or any folder): atomic replace and the shared write lock."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from box_memory.errors import BackendUnavailable, LockBusy, NotFound
+from box_memory.model import now_iso, parse_time
+from box_memory.store.base import AlreadyExists, Entry, clean_path
+
+LOCK_NAME = "_box-memory.lock"
+TMP_PREFIX = ".bm-tmp-"
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def lock_settings() -> tuple[float, float, float]:
+    """(stale_after, wait, renew_every) seconds; env overrides exist so tests can be quick."""
+    stale = float(os.environ.get("BOX_MEMORY_LOCK_STALE_S", "30"))
+    wait = float(os.environ.get("BOX_MEMORY_LOCK_WAIT_S", "15"))
+    renew = float(os.environ.get("BOX_MEMORY_LOCK_RENEW_S", str(min(10.0, stale / 3))))
+    return stale, wait, renew
+
+
+class LocalStore:
+    kind = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    def _p(self, path: str) -> Path:
+        rel = clean_path(path)
+        return self.root / rel if rel else self.root
+
+    def check_root(self) -> None:
+        if not self.root.is_dir():
+            raise BackendUnavailable(f"workspace folder {self.root} is missing (is Box Drive running?)")
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            return self._p(path).read_bytes()
+        except FileNotFoundError:
+            raise NotFound(f"{path} not found in the workspace") from None
+        except IsADirectoryError:
+            raise NotFound(f"{path} is a folder, not a file") from None
+
+    def _write_temp(self, target: Path, data: bytes) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f"{TMP_PREFIX}{secrets.token_hex(6)}-{target.name}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        return tmp
+
+    def write_bytes(self, path: str, data: bytes) -> str | None:
+        """Atomic replace: temp file in the same folder, fsync, rename over the target."""
+        target = self._p(path)
+        tmp = self._write_temp(target, data)
+        try:
+            tmp.replace(target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(target.parent)
+        return None
+
+    def create_bytes(self, path: str, data: bytes) -> str | None:
+        """Create-or-fail with the full content visible at once (link the finished temp file)."""
+        target = self._p(path)
+        tmp = self._write_temp(target, data)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise AlreadyExists(f"{path} already exists") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(target.parent)
+        return None
+
+    def exists(self, path: str) -> bool:
+        return self._p(path).exists()
+
+    def stat(self, path: str) -> Entry | None:
+        p = self._p(path)
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            return None
+        return Entry(p.name, p.is_dir(), st.st_size, st.st_mtime)
+
+    def list_dir(self, path: str) -> list[Entry]:
+        out: list[Entry] = []
+        try:
+            with os.scandir(self._p(path)) as it:
+                for de in it:
+                    if de.name.startswith(TMP_PREFIX):
+                        continue
+                    try:
+                        st = de.stat()
+                    except FileNotFoundError:
+                        continue
+                    out.append(Entry(de.name, de.is_dir(), st.st_size, st.st_mtime))
+        except FileNotFoundError:
+            return []
+        return out
+
+    def mkdir(self, path: str) -> str | None:
+        self._p(path).mkdir(parents=True, exist_ok=True)
+        return None
+
+    def move(self, src: str, dst: str) -> None:
+        s, d = self._p(src), self._p(dst)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if d.exists():
+            raise AlreadyExists(f"{dst} already exists")
+        s.rename(d)
+
+    @contextlib.contextmanager
+    def lock(self, *, writer: str = "box-memory", skill: str = "") -> Iterator[object]:
+        lk = FileLock(self.root / LOCK_NAME, writer=writer, skill=skill)
+        lk.acquire()
+        try:
+            yield lk
+        finally:
+            lk.release()
+
+
+class FileLock:
+    """`_box-memory.lock`, the protocol shared with the on-prem plugin (format spec section 7)."""
+
+    def __init__(self, path: Path, *, writer: str, skill: str) -> None:
+        self.path = path
+        self.token = secrets.token_hex(8)
+        self.body = {
+            "writer": writer,
+            "skill": skill,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_iso(),
+            "renewed_at": now_iso(),
+            "token": self.token,
+        }
+        self.stale_after, self.wait, self.renew_every = lock_settings()
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def _try_create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        except FileNotFoundError:
+            raise BackendUnavailable(f"workspace folder {self.path.parent} is missing") from None
+        try:
+            os.write(fd, orjson.dumps(self.body))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return True
+
+    def _age(self) -> tuple[float | None, bytes]:
+        """Seconds since the holder last renewed (None if the lock vanished)."""
+        try:
+            raw = self.path.read_bytes()
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None, b""
+        renewed: float | None = None
+        with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
+            t = parse_time(orjson.loads(raw).get("renewed_at"))
+            renewed = t.timestamp() if t else None
+        # A half-written or foreign lock still ages by its mtime, so it can never wedge writers.
+        last = max(renewed or 0.0, st.st_mtime)
+        return time.time() - last, raw
+
+    def _take_over(self, seen: bytes) -> None:
+        """Rename the stale lock aside (only one contender's rename wins), then create afresh."""
+        aside = self.path.with_name(f"{LOCK_NAME}.stale-{secrets.token_hex(6)}")
+        try:
+            self.path.rename(aside)
+        except FileNotFoundError:
+            return
+        try:
+            if aside.read_bytes() != seen:
+                # We moved a lock someone renewed or re-created meanwhile: put it back if we can.
+                with contextlib.suppress(OSError):
+                    os.link(aside, self.path)
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def acquire(self) -> None:
+        deadline = time.monotonic() + self.wait
+        delay = 0.005
+        while True:
+            if self._try_create():
+                break
+            age, raw = self._age()
+            if age is not None and age >= self.stale_after:
+                self._take_over(raw)
+                continue
+            if time.monotonic() >= deadline:
+                holder = ""
+                with contextlib.suppress(Exception):
+                    b = orjson.loads(raw)
+                    holder = f" by {b.get('writer')} (pid {b.get('pid')} on {b.get('host')})"
+                raise LockBusy(
+                    f"workspace is locked{holder}; gave up after {self.wait:g}s "
+                    f"(a lock older than {self.stale_after:g}s is taken over)"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        self._renewer = threading.Thread(target=self._renew_loop, daemon=True)
+        self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.renew_every):
+            self.body["renewed_at"] = now_iso()
+            try:
+                if orjson.loads(self.path.read_bytes()).get("token") != self.token:
+                    return  # taken over: not ours to renew any more
+                tmp = self.path.with_name(f"{TMP_PREFIX}{secrets.token_hex(4)}-lock")
+                tmp.write_bytes(orjson.dumps(self.body))
+                tmp.replace(self.path)
+            except (OSError, orjson.JSONDecodeError):
+                return
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=2)
+        try:
+            if orjson.loads(self.path.read_bytes()).get("token") == self.token:
+                self.path.unlink()
+        except FileNotFoundError:
+            pass
+        except (OSError, orjson.JSONDecodeError) as e:
+            if getattr(e, "errno", None) not in (errno.ENOENT,):
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
