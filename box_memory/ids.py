@@ -59,10 +59,10 @@ def validate_title(title: str) -> str:
         raise InvalidInput(f"title is longer than {MAX_TITLE} characters")
     if _CONTROL_RE.search(title):
         raise InvalidInput("title contains control characters")
-    if "/" in title or "\\" in title:
-        raise InvalidInput("title contains a path separator ('/' or '\\')")
     if ".." in title:
         raise InvalidInput("title contains '..'")
+    if "/" in title or "\\" in title:
+        raise InvalidInput("title contains a path separator ('/' or '\\')")
     return title
 
 

@@ -236,3 +236,23 @@ def drift(ws: Workspace, idx: FolderIndex) -> list[str]:
         if newer:
             reasons.append(f"{len(newer)} file(s) in {idx.folder}/ changed after its index")
     return reasons
+
+
+def carry_over(fresh: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries rebuilt from files keep what only the old index knew: Box `file_id`, unknown keys.
+
+    A Box Drive copy of a cloud workspace has the plugin's Box ids only in `_index.json`; a local
+    rebuild must not throw them away.
+    """
+    known = {str(e.get("id")): e for e in old}
+    out = []
+    for e in fresh:
+        prev = known.get(str(e.get("id")))
+        if prev is not None:
+            merged = {k: v for k, v in prev.items() if k not in e}
+            merged.update(e)
+            if not merged.get("file_id") and prev.get("file_id"):
+                merged["file_id"] = prev["file_id"]
+            e = merged
+        out.append(e)
+    return out

@@ -18,6 +18,7 @@ from box_memory.ids import (
 )
 from box_memory.index import (
     FolderIndex,
+    carry_over,
     drift,
     load_all,
     load_index,
@@ -98,6 +99,26 @@ def render_body(title: str, content: str) -> str:
     return f"# {title}\n\n{content}\n"
 
 
+INPUT_META_KEYS = ("title", "kind", "status", "tags", "related", "confidence", "agent", "sources", "links", "expires_at")
+
+
+def split_input(content: str) -> tuple[dict[str, Any], str]:
+    """Content may carry its own frontmatter (an agent piping a whole memory file).
+
+    Its YAML goes through the same safe, bounded loader as files on disk; bookkeeping keys
+    (id, slug, created_at, ...) are ignored because a write always makes a new memory.
+    """
+    if not content.startswith("---"):
+        return {}, content
+    from box_memory.errors import InvalidFile
+
+    try:
+        meta, body = frontmatter.parse(content, "content frontmatter")
+    except InvalidFile as e:
+        raise InvalidInput(str(e)) from None
+    return {k: meta[k] for k in INPUT_META_KEYS if meta.get(k) is not None}, body
+
+
 @dataclass
 class WriteRequest:
     content: str
@@ -134,10 +155,62 @@ def _find_by_id(indexes: list[FolderIndex], mem_id: str) -> Located | None:
     return None
 
 
+def _merge_input_meta(req: WriteRequest, given: dict[str, Any]) -> WriteRequest:
+    """Flags win over the content's own frontmatter; lists from both are combined."""
+    from dataclasses import replace
+
+    def as_list(v: Any, key: str) -> list[Any]:
+        if isinstance(v, list):
+            return v
+        if isinstance(v, (str, dict)):
+            return [v]
+        raise InvalidInput(f"content frontmatter: '{key}' must be a list")
+
+    def as_str(v: Any, key: str) -> str:
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise InvalidInput(f"content frontmatter: '{key}' must be text")
+        return str(v)
+
+    sources = []
+    for s in as_list(given.get("sources", []), "sources"):
+        if isinstance(s, dict) and s.get("type") and s.get("ref"):
+            sources.append(f"{s['type']}:{s['ref']}")
+        else:
+            sources.append(as_str(s, "sources"))
+    conf = given.get("confidence")
+    if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float))):
+        raise InvalidInput("content frontmatter: 'confidence' must be a number")
+    extra = dict(req.extra_meta)
+    if given.get("expires_at") is not None:
+        extra["expires_at"] = as_str(given["expires_at"], "expires_at")
+    links = req.links or [
+        link for link in as_list(given.get("links", []), "links") if isinstance(link, dict) and link.get("url")
+    ]
+    return replace(
+        req,
+        title=req.title or as_str(given.get("title", ""), "title"),
+        kind=req.kind or (as_str(given["kind"], "kind") if "kind" in given else None),
+        status=req.status if req.status != "active" or "status" not in given else as_str(given["status"], "status"),
+        tags=[*(as_str(t, "tags") for t in as_list(given.get("tags", []), "tags")), *req.tags],
+        related=[*(as_str(r, "related") for r in as_list(given.get("related", []), "related")), *req.related],
+        confidence=req.confidence if req.confidence is not None else conf,
+        agent=req.agent or (as_str(given["agent"], "agent") if "agent" in given else None),
+        sources=[*sources, *req.sources],
+        links=links,
+        extra_meta=extra,
+    )
+
+
 def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
-    title = validate_title(req.title)
     content = check_content(req.content)
+    given, content = split_input(content)
+    if given:
+        req = _merge_input_meta(req, given)
+        content = check_content(content)
+    if not req.title.strip():
+        raise InvalidInput("--title is required")
+    title = validate_title(req.title)
     kind = check_kind(req.kind) if req.kind else infer_kind(content)
     status = check_status(req.status, WRITABLE_STATUSES)
     tags = list(dict.fromkeys(normalize_tag(t) for t in req.tags))
@@ -154,7 +227,7 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
         warnings: list[str] = []
         if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
             entries, _orphans = scan_folder(ws, folder)
-            idx.data["entries"] = entries
+            idx.data["entries"] = carry_over(entries, idx.entries)
             warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
         others: dict[str, FolderIndex] = {folder: idx}
         old: Located | None = None

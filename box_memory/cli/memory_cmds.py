@@ -108,7 +108,9 @@ def _read_content(content: str | None) -> str | bytes:
 
 def write_cmd(
     content: Annotated[str | None, typer.Argument(help="Memory text, or '-' to read stdin.")] = None,
-    title: Annotated[str | None, typer.Option("--title", "-t", help="Title (required).")] = None,
+    title: Annotated[
+        str | None, typer.Option("--title", "-t", help="Title (required unless the content's frontmatter has one).")
+    ] = None,
     kind: Annotated[
         str | None, typer.Option("--kind", "-k", help="decision|fact|task|observation|reference|note.")
     ] = None,
@@ -138,12 +140,9 @@ def write_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.errors import InvalidInput
         from box_memory.memories import WriteRequest, write_memory
         from box_memory.workspace import open_workspace
 
-        if not title:
-            raise InvalidInput("--title is required")
         body = _read_content(content)
         if isinstance(body, bytes):
             from box_memory.memories import check_content
@@ -154,7 +153,7 @@ def write_cmd(
             ws,
             WriteRequest(
                 content=body,
-                title=title,
+                title=title or "",
                 kind=kind,
                 tags=tag or [],
                 team=team,

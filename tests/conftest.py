@@ -1,0 +1,72 @@
+"""Shared fixtures: every test gets its own BOX_MEMORY_HOME and no inherited workspace env."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from box_memory.cli.app import app
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("bm-home")
+    monkeypatch.setenv("BOX_MEMORY_HOME", str(home))
+    for var in (
+        "BOX_MEMORY_WORKSPACE",
+        "BOX_ACCESS_TOKEN",
+        "BOX_MCP_URL",
+        "BOX_CLIENT_ID",
+        "BOX_CLIENT_SECRET",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+class Cli:
+    """Runs the real Typer app in-process; `.json()` parses the envelope."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | bytes | None = None) -> Any:
+        return self.runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+
+    def json(self, *args: str, input: str | bytes | None = None, code: int | None = 0) -> dict[str, Any]:
+        res = self(*args, "--json", input=input)
+        try:
+            env = json.loads(res.stdout)
+        except json.JSONDecodeError as e:  # pragma: no cover - shows the output on failure
+            raise AssertionError(f"not JSON (exit {res.exit_code}): {res.stdout!r} {res.stderr!r}") from e
+        if code is not None:
+            assert res.exit_code == code, (res.exit_code, env)
+            assert env["exit_code"] == code
+        return env
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+@pytest.fixture
+def ws(tmp_path: Path, cli: Cli) -> Path:
+    """A fresh local workspace (default layout, team 'default')."""
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root))
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root with its bytes (for byte-for-byte 'nothing changed' checks)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def snap() -> Callable[[Path], dict[str, bytes]]:
+    return snapshot
