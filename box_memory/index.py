@@ -248,11 +248,12 @@ def carry_over(fresh: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[d
     out = []
     for e in fresh:
         prev = known.get(str(e.get("id")))
-        if prev is not None:
-            merged = {k: v for k, v in prev.items() if k not in e}
-            merged.update(e)
-            if not merged.get("file_id") and prev.get("file_id"):
-                merged["file_id"] = prev["file_id"]
-            e = merged
-        out.append(e)
+        if prev is None:
+            out.append(e)
+            continue
+        merged = {k: v for k, v in prev.items() if k not in e}
+        merged.update(e)
+        if not merged.get("file_id") and prev.get("file_id"):
+            merged["file_id"] = prev["file_id"]
+        out.append(merged)
     return out

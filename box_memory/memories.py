@@ -99,7 +99,18 @@ def render_body(title: str, content: str) -> str:
     return f"# {title}\n\n{content}\n"
 
 
-INPUT_META_KEYS = ("title", "kind", "status", "tags", "related", "confidence", "agent", "sources", "links", "expires_at")
+INPUT_META_KEYS = (
+    "title",
+    "kind",
+    "status",
+    "tags",
+    "related",
+    "confidence",
+    "agent",
+    "sources",
+    "links",
+    "expires_at",
+)
 
 
 def split_input(content: str) -> tuple[dict[str, Any], str]:
@@ -184,13 +195,17 @@ def _merge_input_meta(req: WriteRequest, given: dict[str, Any]) -> WriteRequest:
     if given.get("expires_at") is not None:
         extra["expires_at"] = as_str(given["expires_at"], "expires_at")
     links = req.links or [
-        link for link in as_list(given.get("links", []), "links") if isinstance(link, dict) and link.get("url")
+        link
+        for link in as_list(given.get("links", []), "links")
+        if isinstance(link, dict) and link.get("url")
     ]
     return replace(
         req,
         title=req.title or as_str(given.get("title", ""), "title"),
         kind=req.kind or (as_str(given["kind"], "kind") if "kind" in given else None),
-        status=req.status if req.status != "active" or "status" not in given else as_str(given["status"], "status"),
+        status=req.status
+        if req.status != "active" or "status" not in given
+        else as_str(given["status"], "status"),
         tags=[*(as_str(t, "tags") for t in as_list(given.get("tags", []), "tags")), *req.tags],
         related=[*(as_str(r, "related") for r in as_list(given.get("related", []), "related")), *req.related],
         confidence=req.confidence if req.confidence is not None else conf,

@@ -109,7 +109,8 @@ def _read_content(content: str | None) -> str | bytes:
 def write_cmd(
     content: Annotated[str | None, typer.Argument(help="Memory text, or '-' to read stdin.")] = None,
     title: Annotated[
-        str | None, typer.Option("--title", "-t", help="Title (required unless the content's frontmatter has one).")
+        str | None,
+        typer.Option("--title", "-t", help="Title (required unless the content's frontmatter has one)."),
     ] = None,
     kind: Annotated[
         str | None, typer.Option("--kind", "-k", help="decision|fact|task|observation|reference|note.")
