@@ -337,7 +337,7 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
         if old is not None and old_mem is not None:
             old_mem.meta["status"] = "superseded"
             old_mem.meta["superseded_by"] = mem_id
-            old_mem.meta["updated_at"] = now_iso()
+            old_mem.meta["updated_at"] = now
             old_raw = frontmatter.render(old_mem.meta, old_mem.body).encode("utf-8")
             old_file_id = ws.store.write_bytes(old.path, old_raw)
             old_idx = others[old.folder]
