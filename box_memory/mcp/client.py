@@ -1,0 +1,880 @@
+"""The Box MCP client: the one module that talks to the network.
+
+A synchronous facade (the CLI is synchronous) over the async `mcp.Client` with the streamable
+HTTP transport, kept open for the lifetime of one command inside a blocking portal thread.
+
+How HTTP problems reach us: mcp 2.3's streamable HTTP transport reduces every HTTP status >= 400 to
+one `MCPError("Server returned an error response")` and lets a transport exception (connection
+refused, read timeout) escape its task group, which tears the whole session down. So the
+`httpx2.AsyncClient` we hand to the SDK gets a recording transport: it stores the status, headers
+or transport exception of each MCP POST in an `_Exchange` that the calling task put in a context
+variable (the SDK runs each request's POST in a copy of the sender's context), and it turns a
+transport exception into a synthetic 599 answer so that only that request fails, not the session.
+The call then reads the `_Exchange` to decide: refresh the token (401), back off (429 + Retry-After,
+5xx, transport errors) or give up with a typed error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import inspect
+import logging
+import math
+import os
+import random
+import re
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import httpx2
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, Implementation
+from pydantic import ValidationError
+
+from box_memory import __version__
+from box_memory.errors import (
+    AuthError,
+    BackendUnavailable,
+    BoxMemoryError,
+    BoxToolError,
+    ToolDisabled,
+    ToolMissing,
+)
+from box_memory.mcp.payload import tool_error, unwrap, unwrap_text
+
+__all__ = [
+    "DEFAULT_URL",
+    "OPTIONAL_TOOLS",
+    "READ_TOOLS",
+    "REQUIRED_TOOLS",
+    "BoxMCPClient",
+    "CheckReport",
+    "StaticToken",
+    "TokenSource",
+    "default_url",
+    "mcp_check",
+    "redact",
+]
+
+DEFAULT_URL = "https://mcp.box.com/"
+REQUIRED_TOOLS = (
+    "list_folder_content_by_folder_id",
+    "get_file_content",
+    "get_file_details",
+    "upload_file",
+    "upload_file_version",
+    "create_folder",
+    "move_file",
+    "who_am_i",
+)
+OPTIONAL_TOOLS = (
+    "search_files_keyword",
+    "get_download_url",
+    "ai_qa_single_file",
+    "set_file_metadata",
+    "create_metadata_template",
+    "list_metadata_templates",
+    "get_folder_details",
+)
+READ_TOOLS = frozenset(
+    {
+        "list_folder_content_by_folder_id",
+        "get_file_content",
+        "get_file_details",
+        "get_folder_details",
+        "ai_qa_single_file",
+        "who_am_i",
+    }
+)
+"""The tools brain-sync may call (its read-only allowlist, spec brain-sync.md)."""
+
+REQUEST_TIMEOUT_CODE = -32001  # JSON-RPC code the SDK uses when its own read timeout fires
+_SYNTHETIC_STATUS = 599  # what the recording transport answers in place of a transport exception
+_AUTH_HINT = "Box rejected the access token (401) - run `box-memory auth login`"
+
+# The SDK logs transport hiccups we already turn into typed errors; without a handler Python's
+# last-resort handler would print them (with tracebacks) on a CLI's stderr.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens and redaction
+
+
+@runtime_checkable
+class TokenSource(Protocol):
+    """Where the bearer token comes from; `refresh()` is called once after a 401."""
+
+    def access_token(self) -> str: ...
+
+    def refresh(self) -> str: ...
+
+
+class StaticToken:
+    """A plain token string: nothing to refresh, so a 401 is final."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def access_token(self) -> str:
+        return self._token
+
+    def refresh(self) -> str:
+        raise AuthError(_AUTH_HINT)
+
+    def __repr__(self) -> str:
+        return "StaticToken(***)"
+
+
+_BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
+_SECRET_PARAM_RE = re.compile(r"(?i)\b(access_token|refresh_token|client_secret|code|token)=[^&\s\"']+")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """One line of `text` with every secret (and any bearer token or token parameter) masked."""
+    out = str(text)
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        out = out.replace(secret, "***")
+    out = _BEARER_RE.sub(r"\1 ***", out)
+    out = _SECRET_PARAM_RE.sub(r"\1=***", out)
+    return " ".join(out.split())
+
+
+def default_url() -> str:
+    """`BOX_MCP_URL` when set (the emulator, a proxy), else Box's hosted server."""
+    return os.environ.get("BOX_MCP_URL") or DEFAULT_URL
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP recording
+
+
+@dataclass
+class _Exchange:
+    """What the HTTP layer saw for the MCP request(s) of one attempt."""
+
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    error: BaseException | None = None
+
+    def retry_after(self, cap: float) -> float | None:
+        return _retry_after_seconds(self.headers.get("retry-after"), cap)
+
+
+_EXCHANGE: ContextVar[_Exchange | None] = ContextVar("box_mcp_exchange", default=None)
+
+
+class _RecordingStream(httpx2.AsyncByteStream):
+    """Response body that records a mid-body transport failure and ends the body instead."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, exchange: _Exchange | None) -> None:
+        self._inner = inner
+        self._exchange = exchange
+
+    async def __aiter__(self) -> Any:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except httpx2.TransportError as exc:
+            if self._exchange is not None:
+                self._exchange.error = exc
+            # Ending the body makes the SDK fail this one request (parse error / stream ended)
+            # rather than crash the session's task group.
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(httpx2.TransportError):
+            await self._inner.aclose()
+
+
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """Records status/headers/transport errors of MCP POSTs into the caller's `_Exchange`."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        exchange = _EXCHANGE.get() if request.method == "POST" else None
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            if exchange is not None:
+                exchange.error = exc
+            return httpx2.Response(_SYNTHETIC_STATUS, request=request)
+        if exchange is not None:
+            exchange.status = response.status_code
+            exchange.headers = {k.lower(): v for k, v in response.headers.items()}
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _RecordingStream(response.stream, exchange)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _retry_after_seconds(value: Any, cap: float) -> float | None:
+    """Retry-After as seconds (number or HTTP date), capped; None when absent or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    seconds: float | None = None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(text).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+    if math.isnan(seconds):
+        return None
+    return max(0.0, min(seconds, cap))
+
+
+def _body_retry_after(body: Any, cap: float) -> float | None:
+    """A retry hint inside a relayed Box error body (some relays copy the header into it)."""
+    if not isinstance(body, dict):
+        return None
+    for key in ("retry_after", "retry-after", "retryAfter"):
+        if key in body:
+            return _retry_after_seconds(body[key], cap)
+    info = body.get("context_info")
+    return _body_retry_after(info, cap) if isinstance(info, dict) else None
+
+
+def _transport_reason(exc: BaseException, timeout: float) -> str:
+    """A short human reason for a transport failure (walks the cause chain for the OS error)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for item in chain:
+        if isinstance(item, ConnectionRefusedError) or getattr(item, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        if isinstance(item, socket.gaierror):
+            return "host name not found"
+        if isinstance(item, ConnectionResetError):
+            return "connection reset"
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return f"connection timed out after {timeout:g} s"
+    if isinstance(exc, httpx2.ReadTimeout | httpx2.WriteTimeout | httpx2.PoolTimeout | TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, httpx2.ConnectError):
+        text = str(exc).lower()
+        if "refused" in text or "all connection attempts failed" in text:
+            return "connection refused"
+        if "name" in text and ("resolve" in text or "known" in text):
+            return "host name not found"
+        return "could not connect"
+    if isinstance(exc, httpx2.RemoteProtocolError | httpx2.ReadError):
+        return "connection dropped"
+    return type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcomes of one attempt (internal)
+
+
+class _Transient(Exception):
+    """Worth another attempt; `final` is raised when attempts run out."""
+
+    def __init__(self, final: BoxMemoryError, *, retry_after: float | None = None, reconnect: bool = False):
+        super().__init__(str(final))
+        self.final = final
+        self.retry_after = retry_after
+        self.reconnect = reconnect
+
+
+class _Unauthorized(Exception):
+    """HTTP 401 (or a relayed Box 401): refresh the token once, then retry once."""
+
+
+@dataclass
+class _Connection:
+    """One live MCP session, owned by its own task (anyio scopes must exit where they were entered)."""
+
+    client: Client
+    http: httpx2.AsyncClient
+    stop: anyio.Event
+    done: anyio.Event
+    dead: BaseException | None = None
+
+
+SleepFn = Callable[[float], Awaitable[None] | None]
+
+
+class BoxMCPClient:
+    """One MCP session per command, with typed errors, retries and token refresh.
+
+    Use as a context manager::
+
+        with BoxMCPClient(url, token_source) as box:
+            page = box.call("list_folder_content_by_folder_id", {"folder_id": "0"})
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token_source: TokenSource | str | None = None,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        connect_retries: int = 1,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 10.0,
+        retry_after_cap: float = 30.0,
+        max_wait: float = 120.0,
+        sleep: SleepFn | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.url = url or default_url()
+        if token_source is None:
+            raise AuthError("no Box access token - run `box-memory auth login`")
+        self._source: TokenSource = (
+            StaticToken(token_source) if isinstance(token_source, str) else token_source
+        )
+        self._static = isinstance(self._source, StaticToken)
+        self.timeout = float(timeout)
+        self.max_retries = max(0, int(max_retries))
+        self.connect_retries = max(0, min(int(connect_retries), self.max_retries))
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.retry_after_cap = retry_after_cap
+        self.max_wait = max_wait
+        self._sleep_fn = sleep
+        self._rng = rng or random.Random()
+        self.tools: dict[str, dict[str, Any]] = {}
+        self.allowed_tools: set[str] | frozenset[str] | None = None
+        self.call_count = 0
+        self.server_name: str | None = None
+        self.protocol_version: str | None = None
+        self._token = ""
+        self._secrets: set[str] = set()
+        self._portal: BlockingPortal | None = None
+        self._portal_cm: Any = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._supervisor_stop: anyio.Event | None = None
+        self._supervisor_future: Any = None
+        self._conn: _Connection | None = None
+        self._conn_lock: anyio.Lock | None = None
+        self._refresh_lock: anyio.Lock | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> BoxMCPClient:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Connect, authenticate and fetch the tool catalogue (raises typed errors, exit 4)."""
+        try:
+            self._token = self._source.access_token()
+        except BoxMemoryError as exc:
+            raise self._public(exc) from None
+        except Exception as exc:
+            raise self._public(AuthError(f"could not get a Box access token: {exc}")) from None
+        if not self._token:
+            raise AuthError("no Box access token - run `box-memory auth login`")
+        self._secrets.add(self._token)
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        try:
+            self._supervisor_future, _ = self._portal.start_task(self._supervise)
+            self._portal.call(self._aopen)
+        except BoxMemoryError as exc:
+            self.close()
+            raise self._public(exc) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the session and the portal thread; safe to call twice."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        try:
+            with contextlib.suppress(Exception):
+                portal.call(self._aclose)
+            if self._supervisor_future is not None:
+                with contextlib.suppress(Exception):
+                    self._supervisor_future.result(timeout=self.timeout + 5)
+        finally:
+            cm, self._portal_cm = self._portal_cm, None
+            if cm is not None:
+                with contextlib.suppress(Exception):
+                    cm.__exit__(None, None, None)
+
+    # -- public calls -------------------------------------------------------------------------
+
+    def has_tool(self, name: str) -> bool:
+        return name in self.tools
+
+    def call(self, name: str, args: dict[str, Any] | None = None) -> Any:
+        """Call a tool; returns the unwrapped payload (dict/list, or str for plain text)."""
+        return self._run(self._acall, name, args or {}, unwrap)
+
+    def call_text(self, name: str, args: dict[str, Any] | None = None) -> str:
+        """Call a tool whose answer is a document's text (`get_file_content`), returned verbatim."""
+        result: str = self._run(self._acall, name, args or {}, unwrap_text)
+        return result
+
+    def call_many(
+        self, calls: Iterable[tuple[str, dict[str, Any] | None]], *, concurrency: int = 4
+    ) -> list[Any]:
+        """Run calls concurrently (at most `concurrency` in flight); results in order, errors as values."""
+        batch = [(name, args or {}) for name, args in calls]
+        if not batch:
+            return []
+        result: list[Any] = self._run(self._acall_many, batch, max(1, int(concurrency)))
+        return result
+
+    # -- internals: sync/async bridge ---------------------------------------------------------
+
+    def _run(self, func: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        if self._portal is None:
+            raise BackendUnavailable("Box MCP client is not open (use it as a context manager)")
+        try:
+            return self._portal.call(func, *args)
+        except BoxMemoryError as exc:
+            raise self._public(exc) from None
+
+    def _public(self, exc: BoxMemoryError) -> BoxMemoryError:
+        """The same error with its message redacted to one line (tokens never reach a terminal)."""
+        exc.args = (redact(str(exc), self._token, *self._secrets),)
+        return exc
+
+    async def _sleep(self, seconds: float) -> None:
+        if self._sleep_fn is None:
+            await anyio.sleep(seconds)
+            return
+        outcome = self._sleep_fn(seconds)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    async def _supervise(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Own the task group that session tasks live in, for the client's lifetime."""
+        self._supervisor_stop = anyio.Event()
+        self._conn_lock = anyio.Lock()
+        self._refresh_lock = anyio.Lock()
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            await self._supervisor_stop.wait()
+            tg.cancel_scope.cancel()
+
+    async def _aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._stop_connection(conn)
+        if self._supervisor_stop is not None:
+            self._supervisor_stop.set()
+
+    async def _stop_connection(self, conn: _Connection) -> None:
+        conn.stop.set()
+        with anyio.move_on_after(self.timeout + 2):
+            await conn.done.wait()
+
+    async def _session(self, exchange: _Exchange, *, task_status: anyio.abc.TaskStatus[_Connection]) -> None:
+        """Run one MCP session until told to stop; report connect failures to `start()`'s caller."""
+        _EXCHANGE.set(exchange)  # the connect requests (discover/initialize) record here
+        transport = _RecordingTransport(httpx2.AsyncHTTPTransport())
+        http = httpx2.AsyncClient(
+            transport=transport,
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "User-Agent": f"box-memory/{__version__}",
+            },
+            timeout=httpx2.Timeout(self.timeout),
+        )
+        conn: _Connection | None = None
+        try:
+            async with (
+                http,
+                Client(
+                    streamable_http_client(self.url, http_client=http),
+                    read_timeout_seconds=self.timeout * 2 + 5,
+                    client_info=Implementation(name="box-memory", version=__version__),
+                    cache=None,
+                ) as client,
+            ):
+                conn = _Connection(client=client, http=http, stop=anyio.Event(), done=anyio.Event())
+                task_status.started(conn)
+                await conn.stop.wait()
+        except Exception as exc:
+            if conn is None:
+                raise  # before started(): start() re-raises it in the connecting task
+            conn.dead = exc  # after started(): the session broke; the next call reconnects
+        finally:
+            if conn is not None:
+                conn.done.set()
+
+    # -- internals: connecting ----------------------------------------------------------------
+
+    async def _aopen(self) -> None:
+        await self._reconnect(None)
+        await self._load_catalogue()
+        if not self.tools:  # a server that is still starting may list nothing: reconnect once
+            await self._reconnect(self._conn)
+            await self._load_catalogue()
+
+    async def _connect_once(self) -> None:
+        assert self._tg is not None
+        exchange = _Exchange()
+        try:
+            conn: _Connection = await self._tg.start(self._session, exchange)
+        except Exception as exc:
+            raise self._classify_failure(exchange, exc, tool=None) from None
+        self._conn = conn
+        try:
+            self.protocol_version = conn.client.protocol_version
+            info = conn.client.server_info
+            self.server_name = info.name if info is not None else None
+        except Exception:  # informational only
+            self.protocol_version = self.protocol_version or None
+
+    async def _reconnect(self, broken: _Connection | None) -> _Connection:
+        """(Re)open the session unless another task already replaced `broken`."""
+        assert self._conn_lock is not None
+        async with self._conn_lock:
+            if self._conn is not None and self._conn is not broken and self._conn.dead is None:
+                return self._conn
+            old, self._conn = self._conn, None
+            if old is not None:
+                await self._stop_connection(old)
+            await self._retrying(self._connect_once, retries=self.connect_retries)
+            assert self._conn is not None
+            return self._conn
+
+    async def _live(self) -> _Connection:
+        conn = self._conn
+        if conn is None or conn.dead is not None:
+            conn = await self._reconnect(conn)
+        return conn
+
+    async def _load_catalogue(self) -> None:
+        async def list_all() -> dict[str, dict[str, Any]]:
+            conn = await self._live()
+            exchange = _Exchange()
+            token = _EXCHANGE.set(exchange)
+            tools: dict[str, dict[str, Any]] = {}
+            cursor: str | None = None
+            try:
+                for _ in range(50):
+                    page = await conn.client.list_tools(cursor=cursor)
+                    for tool in page.tools:
+                        tools[tool.name] = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+            except Exception as exc:
+                problem = self._classify_failure(exchange, exc, tool=None)
+                if isinstance(problem, _Transient) and problem.reconnect:
+                    conn.dead = conn.dead or exc
+                raise problem from None
+            finally:
+                _EXCHANGE.reset(token)
+            return tools
+
+        self.tools = await self._retrying(list_all, retries=self.max_retries)
+
+    # -- internals: calling -------------------------------------------------------------------
+
+    def _check_call(self, name: str) -> None:
+        if self.allowed_tools is not None and name not in self.allowed_tools:
+            raise BoxMemoryError(
+                f"Box tool {name} is not allowed in this session "
+                f"(allowed: {', '.join(sorted(self.allowed_tools))})",
+                code="tool_not_allowed",
+            )
+        if name not in self.tools:
+            raise ToolMissing(
+                f"Box MCP server at {self.url} has no tool {name} "
+                "(not offered by the server, or hidden by the enterprise admin)"
+            )
+
+    async def _acall(self, name: str, args: dict[str, Any], reader: Callable[[str, Any], Any]) -> Any:
+        self._check_call(name)
+
+        async def attempt() -> Any:
+            conn = await self._live()
+            exchange = _Exchange()
+            token = _EXCHANGE.set(exchange)
+            self.call_count += 1
+            try:
+                result = await conn.client.call_tool(name, args)
+            except Exception as exc:
+                problem = self._classify_failure(exchange, exc, tool=name)
+                if isinstance(problem, _Transient) and problem.reconnect:
+                    conn.dead = conn.dead or exc
+                raise problem from None
+            finally:
+                _EXCHANGE.reset(token)
+            try:
+                return reader(name, result)
+            except BoxToolError as exc:
+                raise self._classify_box_error(exc) from None
+
+        try:
+            return await self._retrying(attempt, retries=self.max_retries)
+        except BoxMemoryError:
+            raise
+        except Exception as exc:  # never let an SDK surprise escape untyped
+            raise BoxToolError(f"Box tool {name} failed unexpectedly: {type(exc).__name__}: {exc}") from None
+
+    async def _acall_many(self, batch: Sequence[tuple[str, dict[str, Any]]], concurrency: int) -> list[Any]:
+        results: list[Any] = [None] * len(batch)
+        limiter = anyio.Semaphore(concurrency)
+
+        async def one(index: int, name: str, args: dict[str, Any]) -> None:
+            async with limiter:
+                try:
+                    results[index] = await self._acall(name, args, unwrap)
+                except BoxMemoryError as exc:
+                    results[index] = self._public(exc)
+
+        async with anyio.create_task_group() as tg:
+            for index, (name, args) in enumerate(batch):
+                tg.start_soon(one, index, name, args)
+        return results
+
+    async def _retrying(self, op: Callable[[], Awaitable[Any]], *, retries: int) -> Any:
+        """Run `op`, refreshing the token once on 401 and backing off on transient failures."""
+        attempt = 0
+        waited = 0.0
+        refreshed = False
+        while True:
+            token_used = self._token
+            try:
+                return await op()
+            except _Unauthorized:
+                if refreshed:
+                    raise AuthError(_AUTH_HINT) from None
+                refreshed = True
+                await self._refresh(token_used)
+            except _Transient as problem:
+                if attempt >= retries:
+                    raise problem.final from None
+                delay = self._backoff(attempt, problem.retry_after)
+                if waited + delay > self.max_wait:
+                    raise problem.final from None
+                attempt += 1
+                waited += delay
+                await self._sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Retry-After when the server sent one, else exponential back-off with full jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.retry_after_cap)
+        ceiling = min(self.backoff_cap, self.backoff_base * (2**attempt))
+        return self._rng.uniform(0, ceiling)
+
+    async def _refresh(self, failed_token: str) -> None:
+        """Refresh once for everyone: concurrent 401s share one refresh (refresh tokens are single use)."""
+        assert self._refresh_lock is not None
+        async with self._refresh_lock:
+            if self._token != failed_token:
+                return  # another task already refreshed
+            if self._static:
+                raise AuthError(_AUTH_HINT)
+            try:
+                new = await anyio.to_thread.run_sync(self._source.refresh)
+            except BoxMemoryError:
+                raise
+            except Exception as exc:
+                raise AuthError(
+                    f"refreshing the Box access token failed: {exc} - run `box-memory auth login`"
+                ) from None
+            if not new:
+                raise AuthError(_AUTH_HINT)
+            self._token = new
+            self._secrets.add(new)
+            conn = self._conn
+            if conn is not None:
+                conn.http.headers["Authorization"] = f"Bearer {new}"
+
+    # -- internals: classification ------------------------------------------------------------
+
+    def _unreachable(self, reason: str) -> BackendUnavailable:
+        return BackendUnavailable(f"Box MCP server not reachable at {self.url}: {reason}")
+
+    def _classify_failure(self, exchange: _Exchange, exc: BaseException, *, tool: str | None) -> Exception:
+        """Turn an SDK exception plus what the HTTP layer saw into _Transient/_Unauthorized/typed error."""
+        if isinstance(exc, BaseExceptionGroup):
+            leaves = list(_leaves(exc))
+            exc = next(
+                (e for e in leaves if isinstance(e, httpx2.TransportError)), leaves[0] if leaves else exc
+            )
+        if isinstance(exc, _Transient | _Unauthorized | BoxMemoryError):
+            return exc
+        if exchange.error is not None:
+            return _Transient(self._unreachable(_transport_reason(exchange.error, self.timeout)))
+        if isinstance(exc, httpx2.TransportError | OSError):
+            return _Transient(self._unreachable(_transport_reason(exc, self.timeout)), reconnect=True)
+        status = exchange.status
+        if status is not None and status >= 400:
+            return self._classify_status(status, exchange)
+        what = f"Box tool {tool}" if tool else f"Box MCP server at {self.url}"
+        if isinstance(exc, MCPError):
+            if exc.code == REQUEST_TIMEOUT_CODE or isinstance(exc.__cause__, TimeoutError):
+                return _Transient(self._unreachable(f"no answer within {self.timeout * 2 + 5:g} s"))
+            if exc.code == CONNECTION_CLOSED or "session terminated" in exc.message.lower():
+                return _Transient(self._unreachable("connection closed"), reconnect=True)
+            if tool is not None:
+                mapped = tool_error(tool, exc.message)
+                if isinstance(mapped, ToolMissing | ToolDisabled):
+                    return mapped
+            return BoxToolError(f"{what} failed: MCP error {exc.code}: {exc.message}")
+        if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+            return _Transient(self._unreachable("connection closed"), reconnect=True)
+        if isinstance(exc, TimeoutError):
+            return _Transient(self._unreachable(f"no answer within {self.timeout:g} s"))
+        if isinstance(exc, ValidationError):
+            return BoxToolError(f"{what} sent an answer that is not valid MCP ({exc.error_count()} problems)")
+        return BoxToolError(f"{what} failed: {type(exc).__name__}: {exc}")
+
+    def _classify_status(self, status: int, exchange: _Exchange) -> Exception:
+        if status == 401:
+            return _Unauthorized()
+        if status == 429:
+            return _Transient(
+                BackendUnavailable(f"Box MCP server at {self.url} is rate limiting (429); try again later"),
+                retry_after=exchange.retry_after(self.retry_after_cap),
+            )
+        if status >= 500:
+            return _Transient(
+                BackendUnavailable(f"Box MCP server at {self.url} failed (HTTP {status})"),
+                retry_after=exchange.retry_after(self.retry_after_cap),
+            )
+        if status == 403:
+            return AuthError(
+                f"Box MCP server at {self.url} refused access (403) - check the app's scopes and that "
+                "the enterprise allows Box MCP"
+            )
+        if status == 404:
+            return BackendUnavailable(f"no MCP endpoint at {self.url} (404) - check BOX_MCP_URL")
+        return BackendUnavailable(f"Box MCP server at {self.url} answered HTTP {status}")
+
+    def _classify_box_error(self, exc: BoxToolError) -> Exception:
+        """A Box API error relayed by a tool: 401 refreshes, 429/5xx are retried, the rest is final."""
+        if exc.status == 401:
+            return _Unauthorized()
+        if exc.status is not None and (exc.status == 429 or exc.status >= 500):
+            return _Transient(exc, retry_after=_body_retry_after(exc.body, self.retry_after_cap))
+        return exc
+
+
+def _leaves(group: BaseException) -> Iterator[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        for inner in group.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield group
+
+
+# ---------------------------------------------------------------------------------------------
+# mcp-check
+
+
+@dataclass
+class CheckReport:
+    """What `mcp-check` found: reachability, auth, and which of box-memory's tools exist."""
+
+    url: str
+    verdict: str = "INCOMPATIBLE"  # PASS | DEGRADED | INCOMPATIBLE
+    reachable: bool = False
+    auth_ok: bool = False
+    required_present: list[str] = field(default_factory=list)
+    required_missing: list[str] = field(default_factory=list)
+    optional_present: list[str] = field(default_factory=list)
+    optional_missing: list[str] = field(default_factory=list)
+    tool_count: int = 0
+    server_name: str | None = None
+    protocol_version: str | None = None
+    user: dict[str, Any] | None = None
+    error: str | None = None
+    error_code: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "verdict": self.verdict,
+            "reachable": self.reachable,
+            "auth_ok": self.auth_ok,
+            "required_present": list(self.required_present),
+            "required_missing": list(self.required_missing),
+            "optional_present": list(self.optional_present),
+            "optional_missing": list(self.optional_missing),
+            "tool_count": self.tool_count,
+            "server_name": self.server_name,
+            "protocol_version": self.protocol_version,
+            "user": self.user,
+            "error": self.error,
+            "error_code": self.error_code,
+        }
+
+
+def _verdict(report: CheckReport) -> str:
+    if not report.reachable or not report.auth_ok or report.required_missing:
+        return "INCOMPATIBLE"
+    return "DEGRADED" if report.optional_missing else "PASS"
+
+
+def mcp_check(
+    url: str | None,
+    token_source: TokenSource | str | None,
+    *,
+    timeout: float = 15.0,
+    max_retries: int = 2,
+    sleep: SleepFn | None = None,
+) -> CheckReport:
+    """Connect once and report what box-memory can do with this server; never raises for Box problems."""
+    report = CheckReport(url=url or default_url())
+    try:
+        with BoxMCPClient(
+            report.url, token_source, timeout=timeout, max_retries=max_retries, sleep=sleep
+        ) as box:
+            report.reachable = True
+            report.auth_ok = True
+            report.tool_count = len(box.tools)
+            report.server_name = box.server_name
+            report.protocol_version = box.protocol_version
+            report.required_present = [t for t in REQUIRED_TOOLS if box.has_tool(t)]
+            report.required_missing = [t for t in REQUIRED_TOOLS if not box.has_tool(t)]
+            report.optional_present = [t for t in OPTIONAL_TOOLS if box.has_tool(t)]
+            report.optional_missing = [t for t in OPTIONAL_TOOLS if not box.has_tool(t)]
+            if box.has_tool("who_am_i"):
+                try:
+                    me = box.call("who_am_i", {})
+                except AuthError as exc:
+                    report.auth_ok = False
+                    report.error, report.error_code = str(exc), exc.code
+                except BoxMemoryError as exc:  # the catalogue answered; note it, keep the verdict
+                    report.error, report.error_code = str(exc), exc.code
+                else:
+                    if isinstance(me, dict):
+                        report.user = {k: me.get(k) for k in ("id", "name", "login") if k in me}
+    except AuthError as exc:
+        report.reachable = True
+        report.error, report.error_code = str(exc), exc.code
+    except BoxMemoryError as exc:
+        report.error, report.error_code = str(exc), exc.code
+    report.verdict = _verdict(report)
+    return report
