@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,6 +217,110 @@ def _merge_input_meta(req: WriteRequest, given: dict[str, Any]) -> WriteRequest:
     )
 
 
+@dataclass
+class Supersede:
+    """The memory a write replaces. `archive_to`: move its file there (a companion frees its name)."""
+
+    located: Located
+    mem: Memory
+    archive_to: str | None = None
+
+
+@dataclass
+class Committed:
+    path: str
+    filename: str
+    file_id: str | None
+
+
+def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderIndex:
+    """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
+    idx = load_index(ws, folder)
+    if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
+        entries, _orphans = scan_folder(ws, folder)
+        idx.data["entries"] = carry_over(entries, idx.entries)
+        warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
+    return idx
+
+
+def check_supersedable(mem: Memory) -> Memory:
+    """Held memories are never modified; a superseded one already has its successor."""
+    if mem.status == "held":
+        raise HeldMemory(f"memory {mem.id} is under legal hold (status held) and is never modified")
+    if mem.status == "superseded":
+        raise InvalidInput(
+            f"memory {mem.id} is already superseded by {mem.superseded_by}; supersede that one"
+        )
+    return mem
+
+
+def commit_memory(
+    ws: Workspace,
+    idx: FolderIndex,
+    meta: dict[str, Any],
+    body: str,
+    filename: str,
+    *,
+    old: Supersede | None = None,
+    rename: Callable[[dict[str, Any]], str] | None = None,
+) -> Committed:
+    """The commit step every memory write shares (memories, companions); the caller holds the lock.
+
+    Creates `idx.folder/filename` create-or-fail (never overwrites: on a clash `rename` may
+    change `meta` and return another name, else AlreadyExists), marks `old` superseded by
+    `meta["id"]` (moving it to `old.archive_to` first when given, so the new memory can take its
+    name), then saves every changed folder index and refreshes the rollup.
+    """
+    folder = idx.folder
+    changed: dict[str, FolderIndex] = {folder: idx}
+    old_idx = idx
+    old_raw = b""
+    if old is not None:
+        if old.located.folder != folder:
+            old_idx = load_index(ws, old.located.folder)
+            changed[old_idx.folder] = old_idx
+        old.mem.meta["status"] = "superseded"
+        old.mem.meta["superseded_by"] = meta["id"]
+        old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
+        old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
+    path = join(folder, filename)
+    if old is not None and old.archive_to:
+        if path != old.located.path and ws.store.exists(path):
+            raise AlreadyExists(f"{path} already exists")
+        ws.store.write_bytes(old.located.path, old_raw)
+        ws.store.move(old.located.path, old.archive_to)
+        old_idx.remove(old.mem.id)
+    data = frontmatter.render(meta, body).encode("utf-8")
+    while True:
+        try:
+            file_id = ws.store.create_bytes(path, data)
+            break
+        except AlreadyExists:
+            if rename is None:
+                raise
+            filename = rename(meta)
+            path = join(folder, filename)
+            data = frontmatter.render(meta, body).encode("utf-8")
+    idx.upsert(
+        index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=len(data))
+    )
+
+    if old is not None and not old.archive_to:
+        old_file_id = ws.store.write_bytes(old.located.path, old_raw)
+        old_idx.upsert(
+            index_entry(
+                old.mem,
+                filename=str(old.located.entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
+                file_id=old_file_id or old.located.entry.get("file_id"),
+                size_bytes=len(old_raw),
+            )
+        )
+    for folder_idx in changed.values():
+        save_index(ws, folder_idx)
+    refresh_rollup(ws, changed)
+    return Committed(path, filename, file_id)
+
+
 def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
     content = check_content(req.content)
@@ -238,33 +343,16 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     folder = ws.memories_folder(team)
 
     with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
-        idx = load_index(ws, folder)
         warnings: list[str] = []
-        if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
-            entries, _orphans = scan_folder(ws, folder)
-            idx.data["entries"] = carry_over(entries, idx.entries)
-            warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
-        others: dict[str, FolderIndex] = {folder: idx}
-        old: Located | None = None
-        old_mem: Memory | None = None
+        idx = load_for_write(ws, folder, warnings)
+        old: Supersede | None = None
         if req.supersedes:
-            old = _find_by_id([idx], req.supersedes) or _find_by_id(
+            found = _find_by_id([idx], req.supersedes) or _find_by_id(
                 [i for i in load_all(ws) if i.folder != folder], req.supersedes
             )
-            if old is None:
+            if found is None:
                 raise NotFound(f"memory {req.supersedes} (to supersede) not found")
-            old_mem = read_memory(ws, old.path)
-            if old_mem.status == "held":
-                raise HeldMemory(
-                    f"memory {old_mem.id} is under legal hold (status held) and is never modified"
-                )
-            if old_mem.status == "superseded":
-                raise InvalidInput(
-                    f"memory {old_mem.id} is already superseded by {old_mem.superseded_by}; "
-                    "supersede that one"
-                )
-            if old.folder != folder:
-                others[old.folder] = load_index(ws, old.folder) if old.folder != folder else idx
+            old = Supersede(found, check_supersedable(read_memory(ws, found.path)))
 
         base = slugify(title)
         taken = {str(e.get("slug")) for e in idx.entries}
@@ -315,43 +403,15 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
             meta["supersedes"] = [req.supersedes]
         meta.update(req.extra_meta)
 
-        body = render_body(title, content)
-        data = frontmatter.render(meta, body).encode("utf-8")
-        filename = memory_filename(kind, slug)
-        path = join(folder, filename)
-        while True:
-            try:
-                file_id = ws.store.create_bytes(path, data)
-                break
-            except AlreadyExists:
-                # A file not yet in the index has that name: take the next suffix, never overwrite.
-                taken.add(slug)
-                slug = next_free_slug(base, taken)
-                meta["slug"] = slug
-                data = frontmatter.render(meta, body).encode("utf-8")
-                filename = memory_filename(kind, slug)
-                path = join(folder, filename)
-        mem = Memory(meta, body, path)
-        idx.upsert(index_entry(mem, filename=filename, file_id=file_id, size_bytes=len(data)))
+        def next_name(m: dict[str, Any]) -> str:
+            # A file not yet in the index has that name: take the next suffix, never overwrite.
+            taken.add(str(m["slug"]))
+            m["slug"] = next_free_slug(base, taken)
+            return memory_filename(kind, m["slug"])
 
-        if old is not None and old_mem is not None:
-            old_mem.meta["status"] = "superseded"
-            old_mem.meta["superseded_by"] = mem_id
-            old_mem.meta["updated_at"] = now
-            old_raw = frontmatter.render(old_mem.meta, old_mem.body).encode("utf-8")
-            old_file_id = ws.store.write_bytes(old.path, old_raw)
-            old_idx = others[old.folder]
-            old_idx.upsert(
-                index_entry(
-                    old_mem,
-                    filename=str(old.entry.get("filename") or old.path.rsplit("/", 1)[-1]),
-                    file_id=old_file_id or old.entry.get("file_id"),
-                    size_bytes=len(old_raw),
-                )
-            )
-        for changed in others.values():
-            save_index(ws, changed)
-        refresh_rollup(ws, others)
+        body = render_body(title, content)
+        done = commit_memory(ws, idx, meta, body, memory_filename(kind, slug), old=old, rename=next_name)
+        slug, path, file_id = str(meta["slug"]), done.path, done.file_id
 
     return {
         "id": mem_id,
