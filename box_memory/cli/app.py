@@ -34,9 +34,9 @@ def _root(
 
 
 def _register() -> None:
-    from box_memory.cli import memory_cmds
+    from box_memory.cli import companion_cmd, memory_cmds
 
-    for module in (memory_cmds,):
+    for module in (memory_cmds, companion_cmd):
         module.register(app)
 
 

@@ -1,0 +1,815 @@
+"""Companions: a markdown memory that describes one binary and is pinned to its bytes by hash.
+
+Binaries are never chunked, embedded or read whole: they are streamed once, in 1 MiB chunks,
+through sha256 (the pin) and sha1 (what Box reports for a file, so a cloud workspace can check
+staleness without a download). A companion is written through the same commit step as every
+memory (`memories.commit_memory`); regenerating one supersedes the old companion, which moves to
+`_archive/companions/<binary-name>.<old id>.md` so the new one can take the canonical name.
+
+Where a companion lives (format spec section 4):
+- a binary directly in `files/` (or `teams/<t>/files/`): sibling layout -> `<binary-name>.md`
+  next to it; folder layout -> `companions/<binary-name>.md` (`teams/<t>/companions/`);
+- any other binary inside the workspace (a subfolder of `files/`, `docs/x.pdf`, ...): there is no
+  indexed folder next to it, so its companion goes to the scope's `companions/` folder in either
+  layout (that folder gets its own `_index.json`, which the workspace then indexes too). The
+  scope is the binary's team when it sits under `teams/<t>/`, else `--team` or the default.
+Refused: `.md` files (memories never get companions), workspace bookkeeping (`_index.json`,
+`_box-memory.json`, the lock, anything under `_archive/`), folders, missing files, and anything
+whose real path (symlinks resolved) is outside the workspace.
+
+Readers recognise a companion by `kind: companion` plus a `companion_for` mapping, under any file
+name, in any indexed folder (the plugin itself writes `memories/companion__<slug>.md`). The binary
+it describes is `companion_for.local_path` when present, else `companion_for.filename` next to the
+companion when that sits in a files folder, else in its scope's `files/` folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
+from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
+from box_memory.index import LIVE, FolderIndex, load_all, read_memory
+from box_memory.model import now_iso
+from box_memory.store.base import Entry, clean_path, join
+from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
+
+CHUNK_SIZE = 1 << 20
+HEAD_BYTES = 64
+TYPE_TAGS = ("pdf", "image", "cad", "office", "audio", "video", "archive", "other")
+STATES = ("current", "stale", "orphaned", "missing")
+ARCHIVE_FOLDER = "_archive/companions"
+_BOOKKEEPING = {CONFIG_NAME, INDEX_NAME, "_box-memory.lock"}
+_THREADED_MIN = 64 * 1024  # below this a second thread costs more than it saves
+
+
+# --- hashing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Digest:
+    sha256: str
+    sha1: str
+    size: int
+    head: bytes  # the first bytes, for sniffing the type
+
+
+def digest_chunks(chunks: Iterable[bytes | bytearray | memoryview]) -> Digest:
+    """Hash a stream of byte chunks in constant memory: the one place binaries are hashed.
+
+    Every backend feeds it: local files read in 1 MiB chunks, the cloud store a download stream.
+    A chunk is fully consumed before the next is requested, so a reader may reuse one buffer.
+    sha1 runs on a second thread (hashlib releases the GIL), so both cost about one pass.
+    """
+    sha256 = hashlib.sha256()
+    sha1 = hashlib.sha1(usedforsecurity=False)
+    size = 0
+    head = b""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for chunk in chunks:
+            n = len(chunk)
+            if not n:
+                continue
+            if len(head) < HEAD_BYTES:
+                head += bytes(chunk[: HEAD_BYTES - len(head)])
+            if n >= _THREADED_MIN:
+                side = pool.submit(sha1.update, chunk)
+                sha256.update(chunk)
+                side.result()
+            else:
+                sha1.update(chunk)
+                sha256.update(chunk)
+            size += n
+    return Digest(sha256.hexdigest(), sha1.hexdigest(), size, head)
+
+
+def _local_root(ws: Workspace) -> Path | None:
+    root = getattr(ws.store, "root", None)
+    return Path(root) if ws.store.kind == "local" and isinstance(root, (str, Path)) else None
+
+
+def _contained(root: Path, rel: str) -> Path:
+    """The real path of `rel` (symlinks resolved), refusing anything that lands outside `root`."""
+    real_root = root.resolve()
+    real = Path(os.path.realpath(real_root / clean_path(rel)))
+    if real != real_root and real_root not in real.parents:
+        raise InvalidInput(f"{rel} resolves outside the workspace ({real}); refusing to follow it")
+    return real
+
+
+def _local_chunks(path: Path, chunk_size: int) -> Iterator[memoryview]:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        buf = bytearray(chunk_size)
+        view = memoryview(buf)
+        while n := f.readinto(buf):
+            yield view[:n]
+
+
+def binary_chunks(ws: Workspace, path: str, chunk_size: int = CHUNK_SIZE) -> Iterator[Any]:
+    """The binary's bytes as a stream of chunks, through the store when it can stream.
+
+    A store offering `read_chunks(path, chunk_size)` (the cloud store, via a download URL) is
+    used as is; the local store is read here, chunk by chunk, after a containment check.
+    """
+    reader = getattr(ws.store, "read_chunks", None)
+    if callable(reader):
+        return iter(reader(path, chunk_size))
+    root = _local_root(ws)
+    if root is None:
+        raise BoxMemoryError(f"the {ws.store.kind} backend cannot stream {path} for hashing yet")
+    return _local_chunks(_contained(root, path), chunk_size)
+
+
+def hash_binary(ws: Workspace, path: str) -> Digest:
+    try:
+        return digest_chunks(binary_chunks(ws, path))
+    except FileNotFoundError:
+        raise NotFound(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{path} is a folder, not a file") from None
+    except OSError as e:
+        raise BoxMemoryError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+# --- types -----------------------------------------------------------------------------------
+
+_EXT_MIME = {
+    "pdf": "application/pdf",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "svg": "image/svg+xml",
+    "tif": "image/tiff",
+    "tiff": "image/tiff",
+    "bmp": "image/bmp",
+    "heic": "image/heic",
+    "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "ppt": "application/vnd.ms-powerpoint",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "odt": "application/vnd.oasis.opendocument.text",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+    "rtf": "application/rtf",
+    "csv": "text/csv",
+    "txt": "text/plain",
+    "json": "application/json",
+    "zip": "application/zip",
+    "tar": "application/x-tar",
+    "gz": "application/gzip",
+    "tgz": "application/gzip",
+    "bz2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "zst": "application/zstd",
+    "7z": "application/x-7z-compressed",
+    "rar": "application/vnd.rar",
+    "mp3": "audio/mpeg",
+    "wav": "audio/wav",
+    "flac": "audio/flac",
+    "ogg": "audio/ogg",
+    "m4a": "audio/mp4",
+    "mp4": "video/mp4",
+    "m4v": "video/mp4",
+    "mov": "video/quicktime",
+    "mkv": "video/x-matroska",
+    "webm": "video/webm",
+    "avi": "video/x-msvideo",
+    "dwg": "image/vnd.dwg",
+    "dxf": "image/vnd.dxf",
+    "step": "model/step",
+    "stp": "model/step",
+    "iges": "model/iges",
+    "igs": "model/iges",
+    "stl": "model/stl",
+    "3mf": "model/3mf",
+    "obj": "model/obj",
+}
+_CAD_EXT = {
+    "dwg", "dxf", "step", "stp", "iges", "igs", "stl", "3mf", "obj", "sldprt", "sldasm", "slddrw",
+    "ipt", "iam", "idw", "f3d", "skp", "3dm", "ifc", "rvt", "rfa", "catpart", "catproduct", "x_t",
+    "x_b", "fcstd", "scad", "dgn",
+}  # fmt: skip
+_OFFICE_EXT = {
+    "doc", "docx", "docm", "dot", "dotx", "xls", "xlsx", "xlsm", "xlsb", "ppt", "pptx", "pptm",
+    "odt", "ods", "odp", "odg", "rtf", "pages", "numbers", "key", "vsd", "vsdx", "one", "pub",
+}  # fmt: skip
+_ARCHIVE_EXT = {
+    "zip", "tar", "gz", "tgz", "bz2", "tbz2", "xz", "txz", "zst", "7z", "rar", "lz", "lzma", "cab",
+    "iso", "dmg", "jar",
+}  # fmt: skip
+_MAGIC: tuple[tuple[int, bytes, str], ...] = (
+    (0, b"%PDF-", "application/pdf"),
+    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (0, b"\xff\xd8\xff", "image/jpeg"),
+    (0, b"GIF8", "image/gif"),
+    (0, b"II*\x00", "image/tiff"),
+    (0, b"MM\x00*", "image/tiff"),
+    (8, b"WEBP", "image/webp"),
+    (8, b"WAVE", "audio/wav"),
+    (8, b"AVI ", "video/x-msvideo"),
+    (0, b"ID3", "audio/mpeg"),
+    (0, b"fLaC", "audio/flac"),
+    (0, b"OggS", "audio/ogg"),
+    (4, b"ftyp", "video/mp4"),
+    (0, b"\x1aE\xdf\xa3", "video/x-matroska"),
+    (0, b"PK\x03\x04", "application/zip"),
+    (0, b"\x1f\x8b", "application/gzip"),
+    (0, b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    (0, b"Rar!\x1a\x07", "application/vnd.rar"),
+    (0, b"BZh", "application/x-bzip2"),
+    (0, b"\xfd7zXZ\x00", "application/x-xz"),
+    (0, b"\x28\xb5\x2f\xfd", "application/zstd"),
+    (257, b"ustar", "application/x-tar"),
+    (0, b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "application/x-ole-storage"),
+    (0, b"AC10", "image/vnd.dwg"),
+    (0, b"ISO-10303-21", "model/step"),
+)
+_ARCHIVE_MIMES = {m for e, m in _EXT_MIME.items() if e in _ARCHIVE_EXT}
+
+
+def _ext(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower() if "." in name.strip(".") else ""
+
+
+def sniff_mime(name: str, head: bytes) -> str:
+    """Extension first (it tells docx from zip), then the system table, then magic bytes."""
+    ext = _ext(name)
+    if ext in _EXT_MIME:
+        return _EXT_MIME[ext]
+    if ext:
+        import mimetypes
+
+        guessed = mimetypes.guess_type(f"x.{ext}", strict=False)[0]
+        if guessed:
+            return guessed
+    for offset, magic, mime in _MAGIC:
+        if head[offset : offset + len(magic)] == magic:
+            return mime
+    return "application/octet-stream"
+
+
+def type_tag(name: str, mime: str) -> str:
+    """One of TYPE_TAGS: the coarse kind of binary, always among a companion's tags."""
+    ext = _ext(name)
+    if ext in _CAD_EXT or mime.startswith("model/") or mime in ("image/vnd.dwg", "image/vnd.dxf"):
+        return "cad"
+    if ext == "pdf" or mime == "application/pdf":
+        return "pdf"
+    if (
+        ext in _OFFICE_EXT
+        or mime.startswith(
+            (
+                "application/vnd.openxmlformats-officedocument.",
+                "application/vnd.ms-",
+                "application/vnd.oasis.opendocument.",
+            )
+        )
+        or mime in ("application/msword", "application/rtf", "application/x-ole-storage")
+    ):
+        return "office"
+    if ext in _ARCHIVE_EXT or mime in _ARCHIVE_MIMES:
+        return "archive"
+    for prefix in ("image", "audio", "video"):
+        if mime.startswith(prefix + "/"):
+            return prefix
+    return "other"
+
+
+# --- where binaries and companions are ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binary:
+    path: str  # workspace-relative POSIX path
+    team: str | None  # the scope: None is the default scope
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def _scope_of(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[1] if len(parts) >= 3 and parts[0] == "teams" else None
+
+
+def _check_binary_name(path: str) -> None:
+    name = path.rsplit("/", 1)[-1]
+    if not path:
+        raise InvalidInput("that is the workspace root, not a binary")
+    if name.lower().endswith(".md"):
+        raise InvalidInput(f"{path} is a markdown memory: companions describe binaries, never .md files")
+    if path.split("/", 1)[0] == "_archive":
+        raise InvalidInput(f"{path} is in _archive/: archived files get no companion")
+    if name in _BOOKKEEPING or name.startswith((".bm-tmp-", "_box-memory.lock")):
+        raise InvalidInput(f"{path} is workspace bookkeeping, not a binary")
+
+
+def resolve_binary(ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None) -> Binary:
+    """The workspace-relative path of FILE, refusing anything outside the workspace.
+
+    Local: an absolute path, or a path relative to the current directory (when that is inside
+    the workspace or the file exists there), else relative to the workspace root; symlinks are
+    resolved and the real path must stay inside. Cloud: a workspace-relative path.
+    """
+    if not file.strip():
+        raise InvalidInput("no file given: pass the binary's path")
+    if any(ord(c) < 32 or ord(c) == 127 for c in file):
+        raise InvalidInput("file path contains control characters")
+    root = _local_root(ws)
+    if root is None:
+        rel = clean_path(file)
+    else:
+        real_root = root.resolve()
+        given = Path(file).expanduser()
+        here = (cwd or Path.cwd()).resolve()
+        if given.is_absolute():
+            cand = given
+        elif here == real_root or real_root in here.parents or os.path.lexists(here / given):
+            cand = here / given
+        else:
+            cand = real_root / given
+        real = Path(os.path.realpath(cand))
+        if real != real_root and real_root not in real.parents:
+            raise InvalidInput(f"{file} is outside the workspace ({real_root}); refusing")
+        rel = real.relative_to(real_root).as_posix()
+    _check_binary_name(rel)
+    scope = _scope_of(rel)
+    if scope is not None:
+        if team is not None and team != scope:
+            raise InvalidInput(f"{rel} belongs to team {scope!r}, not --team {team!r}")
+        ws.require_team(scope)
+        return Binary(rel, scope)
+    if team is not None and rel.split("/", 1)[0] == "files":
+        raise InvalidInput(f"{rel} is in the default scope's files/; --team {team!r} does not apply")
+    return Binary(rel, ws.require_team(team))
+
+
+def stat_binary(ws: Workspace, path: str) -> Entry | None:
+    """The binary's store entry, or None when it is gone (or no longer resolves inside)."""
+    root = _local_root(ws)
+    if root is not None:
+        try:
+            _contained(root, path)
+        except InvalidInput:
+            return None
+    try:
+        entry = ws.store.stat(path)
+    except (NotFound, InvalidInput):
+        return None
+    return entry if entry is not None and not entry.is_dir else None
+
+
+def companion_location(ws: Workspace, binary: Binary) -> tuple[str, str]:
+    """(folder, filename) where the binary's companion belongs (module docstring)."""
+    files = ws.files_folder(binary.team)
+    direct = binary.path.rsplit("/", 1)[0] == files if "/" in binary.path else False
+    folder = (
+        files if direct and ws.config.companion_layout == "sibling" else ws.companions_folder(binary.team)
+    )
+    return folder, f"{binary.name}.md"
+
+
+def archive_path(binary_name: str, mem_id: str) -> str:
+    return join(ARCHIVE_FOLDER, f"{binary_name}.{mem_id}.md")
+
+
+# --- reading companions ----------------------------------------------------------------------
+
+
+@dataclass
+class Companion:
+    """A companion found through an index: its entry, frontmatter and the binary it describes."""
+
+    entry: dict[str, Any]
+    folder: str
+    meta: dict[str, Any]
+    body: str
+    binary: str | None  # workspace-relative path, None when it cannot be located
+
+    @property
+    def id(self) -> str:
+        return str(self.meta["id"])
+
+    @property
+    def path(self) -> str:
+        return str(self.entry.get("local_path") or join(self.folder, str(self.entry.get("filename"))))
+
+    @property
+    def cf(self) -> dict[str, Any]:
+        cf: dict[str, Any] = self.meta["companion_for"]
+        return cf
+
+    @property
+    def hash_algo(self) -> str:
+        algo = str(self.cf.get("hash_algo") or "").lower()
+        if algo in ("sha256", "sha1"):
+            return algo
+        return "sha1" if self.cf.get("sha1") and not self.cf.get("sha256") else "sha256"
+
+    @property
+    def pinned(self) -> str | None:
+        v = self.cf.get(self.hash_algo)
+        return str(v).lower() if v else None
+
+
+def binary_of(ws: Workspace, folder: str, cf: dict[str, Any]) -> str | None:
+    """Which binary a `companion_for` block describes (local_path, else filename; see above)."""
+    lp = cf.get("local_path")
+    if isinstance(lp, str) and lp.strip():
+        try:
+            return clean_path(lp) or None
+        except InvalidInput:
+            return None
+    fn = cf.get("filename")
+    if not isinstance(fn, str) or not fn.strip() or "/" in fn or "\\" in fn or fn in (".", ".."):
+        return None
+    team = _scope_of(folder + "/")
+    files = ws.files_folder(team)
+    return join(folder if folder == files else files, fn)
+
+
+def find_companions(
+    ws: Workspace, indexes: list[FolderIndex] | None = None, *, live_only: bool = True
+) -> tuple[list[Companion], list[str]]:
+    """Every companion the indexes know (`kind: companion` + a `companion_for` mapping).
+
+    Returns (companions, problems): a companion file that cannot be read is reported, not fatal.
+    """
+    found: list[Companion] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for idx in indexes if indexes is not None else load_all(ws):
+        for e in idx.entries:
+            if e.get("kind") != "companion" or (live_only and e.get("status") not in LIVE):
+                continue
+            path = str(e.get("local_path") or join(idx.folder, str(e.get("filename"))))
+            try:
+                mem = read_memory(ws, path)
+            except (NotFound, InvalidFile) as err:
+                problems.append(f"companion {e.get('id')} ({path}) cannot be read: {err}")
+                continue
+            cf = mem.meta.get("companion_for")
+            if mem.kind != "companion" or not isinstance(cf, dict) or mem.id in seen:
+                continue
+            if live_only and mem.status not in LIVE:
+                continue
+            seen.add(mem.id)
+            found.append(Companion(e, idx.folder, mem.meta, mem.body, binary_of(ws, idx.folder, cf)))
+    return found, problems
+
+
+def _matches(c: Companion, binary: str, entry: Entry | None) -> bool:
+    if c.binary == binary:
+        return True
+    fid = c.cf.get("file_id")
+    return bool(entry is not None and entry.file_id and fid and str(fid) == str(entry.file_id))
+
+
+def companions_for(ws: Workspace, binary: str, indexes: list[FolderIndex] | None = None) -> list[Companion]:
+    """Live companions describing `binary`, newest first."""
+    entry = stat_binary(ws, binary)
+    comps, _ = find_companions(ws, indexes)
+    hits = [c for c in comps if _matches(c, binary, entry)]
+    return sorted(hits, key=lambda c: str(c.meta.get("updated_at") or ""), reverse=True)
+
+
+def _report(c: Companion) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "path": c.path,
+        "binary": c.binary,
+        "team": c.meta.get("team"),
+        "status": c.meta.get("status"),
+        "hash_algo": c.hash_algo,
+        "pinned": c.pinned,
+        "current": None,
+    }
+
+
+def state_of(ws: Workspace, c: Companion, digest: Digest | None = None) -> dict[str, Any]:
+    """current | stale | orphaned for one companion, with the pinned and current hashes.
+
+    Stale compares the pinned algorithm's hash; a pinned Box sha1 is checked against the
+    store's sha1 without reading the bytes when the store reports one (cloud).
+    """
+    out = _report(c)
+    entry = stat_binary(ws, c.binary) if c.binary else None
+    if entry is None or c.binary is None:
+        return {**out, "state": "orphaned"}
+    if c.hash_algo == "sha1" and entry.sha1:
+        current = entry.sha1.lower()
+    else:
+        try:
+            digest = digest or hash_binary(ws, c.binary)
+        except NotFound:  # deleted between the stat and the read
+            return {**out, "state": "orphaned"}
+        current = getattr(digest, c.hash_algo)
+    out["current"] = current
+    out["state"] = "current" if c.pinned and current == c.pinned else "stale"
+    return out
+
+
+def stale_companions(ws: Workspace) -> list[dict[str, Any]]:
+    """Every live companion whose binary changed ("stale") or is gone ("orphaned").
+
+    Read-only (no lock, safe next to a rebuild). Each dict: id, path (the companion), binary,
+    state, hash_algo, pinned, current (None when orphaned), team, status.
+    """
+    return stale_report(ws)[0]
+
+
+def stale_report(ws: Workspace) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """(stale or orphaned companions, how many live companions were checked, unreadable ones)."""
+    comps, problems = find_companions(ws)
+    rows = [st for c in comps if (st := state_of(ws, c))["state"] != "current"]
+    return rows, len(comps), problems
+
+
+def check_companion(
+    ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None
+) -> dict[str, Any]:
+    """current | stale | orphaned | missing for FILE (the newest live companion decides)."""
+    binary = resolve_binary(ws, file, team=team, cwd=cwd)
+    comps = companions_for(ws, binary.path)
+    exists = stat_binary(ws, binary.path) is not None
+    folder, filename = companion_location(ws, binary)
+    if not comps:
+        if not exists:
+            raise NotFound(f"{binary.path} does not exist and has no companion")
+        return {
+            "state": "missing",
+            "binary": binary.path,
+            "companion": None,
+            "expected_path": join(folder, filename),
+            "others": [],
+        }
+    st = state_of(ws, comps[0])
+    return {
+        **st,
+        "companion": {"id": comps[0].id, "path": comps[0].path},
+        "others": [{"id": c.id, "path": c.path} for c in comps[1:]],
+    }
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class CompanionRequest:
+    file: str
+    body: str | bytes | None = None
+    tags: list[str] = field(default_factory=list)
+    team: str | None = None
+    force: bool = False
+    agent: str | None = None
+    cwd: Path | None = None
+
+
+def _human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} bytes"  # pragma: no cover
+
+
+def hash_chain(cf: dict[str, Any], previous: Companion | None) -> str:
+    """The `## Hash chain` section: this pin, and the one it replaces."""
+    lines = [
+        "## Hash chain",
+        "",
+        f"File reviewed at `sha256:{cf['sha256']}` on `{cf['reviewed_at']}` "
+        f"({cf['size_bytes']} bytes; sha1 `{cf['sha1']}`). If the binary's current sha256 differs, "
+        "this companion is stale and must be regenerated.",
+    ]
+    if previous is not None:
+        lines += [
+            "",
+            f"- Supersedes {previous.id}: `{previous.hash_algo}:{previous.pinned}` reviewed at "
+            f"`{previous.cf.get('reviewed_at') or previous.meta.get('updated_at')}` "
+            f"(archived as `{archive_path(_binary_name(previous), previous.id)}`).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def skeleton(title: str, cf: dict[str, Any], tags: list[str], previous: Companion | None) -> str:
+    """A body for an agent to fill in: the plugin's sections, the hash chain, what was not checked."""
+    return "\n".join(
+        [
+            f"# {title}",
+            "",
+            f"> Describes `{cf['local_path']}` ({cf['mime_type']}, {_human_size(cf['size_bytes'])}). "
+            "Not reviewed yet: fill in the sections below from the file itself.",
+            "",
+            "## What's in this file",
+            "",
+            "_To fill in: what the file is, who made it, when and why._",
+            "",
+            "## Key facts",
+            "",
+            "- _To fill in._",
+            "",
+            "## Structure",
+            "",
+            "- _To fill in: pages, sheets, sections, layers or tracks._",
+            "",
+            "## Classification / handling notes",
+            "",
+            "_To fill in: sensitivity, retention, who may see it._",
+            "",
+            "## Related",
+            "",
+            hash_chain(cf, previous),
+            "## What the agent did NOT verify",
+            "",
+            "- [ ] Did not open or read the file: this companion was generated from its bytes' hash, "
+            "size and type only.",
+            "- [ ] Did not check who made the file, or whether it is the authoritative version.",
+            "- [ ] Did not check the file for sensitive data (personal data, secrets).",
+            "- [ ] Did not compare it with earlier versions of the file.",
+            "",
+            "---",
+            "",
+            " ".join(f"#{t}" for t in tags),
+            "",
+        ]
+    )
+
+
+def _binary_name(c: Companion) -> str:
+    fn = c.cf.get("filename")
+    if isinstance(fn, str) and fn.strip() and "/" not in fn and "\\" not in fn:
+        return fn
+    return (c.binary or "binary").rsplit("/", 1)[-1]
+
+
+def _user_body(title: str, content: str | bytes, cf: dict[str, Any], previous: Companion | None) -> str:
+    from box_memory.memories import check_content, render_body
+
+    body = render_body(title, check_content(content))
+    if "## Hash chain" not in body:
+        body = body.rstrip("\n") + "\n\n" + hash_chain(cf, previous)
+    return body
+
+
+def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
+    """Write (or refresh) FILE's companion; an up-to-date one is returned untouched unless `force`.
+
+    Everything is validated and the binary hashed before the lock is taken (hashing a large file
+    must not hold other writers back); under the lock the existing companion is found again, and
+    the new one is committed through the shared memory write step.
+    """
+    from box_memory.memories import (
+        Located,
+        Supersede,
+        check_supersedable,
+        commit_memory,
+        load_for_write,
+    )
+
+    binary = resolve_binary(ws, req.file, team=req.team, cwd=req.cwd)
+    before = stat_binary(ws, binary.path)
+    if before is None:
+        raise NotFound(f"{binary.path} does not exist: a companion needs the binary it describes")
+    extra_tags = [normalize_tag(t) for t in req.tags]
+    title = f"Companion — {binary.name}"
+    try:
+        validate_title(title)
+    except InvalidInput as e:
+        raise InvalidInput(f"binary name {binary.name!r} cannot name a companion: {e}") from None
+    if req.body is not None:
+        from box_memory.memories import check_content
+
+        check_content(req.body)
+    digest = hash_binary(ws, binary.path)
+    after = stat_binary(ws, binary.path)
+    if after is None or (after.size, after.modified) != (before.size, before.modified):
+        raise BoxMemoryError(f"{binary.path} changed while it was being hashed; run the command again")
+    mime = sniff_mime(binary.name, digest.head)
+    kind_tag = type_tag(binary.name, mime)
+    tags = list(dict.fromkeys(["companion", kind_tag, *extra_tags]))
+    folder, filename = companion_location(ws, binary)
+    path = join(folder, filename)
+    info = {
+        "binary": binary.path,
+        "team": ws.team_of(binary.team),
+        "layout": ws.config.companion_layout,
+        "sha256": digest.sha256,
+        "sha1": digest.sha1,
+        "size_bytes": digest.size,
+        "mime_type": mime,
+        "type": kind_tag,
+    }
+
+    with ws.store.lock(writer=req.agent or "box-memory", skill="companion"):
+        warnings: list[str] = []
+        idx = load_for_write(ws, folder, warnings)
+        indexes = [idx if i.folder == folder else i for i in load_all(ws)]
+        if all(i.folder != folder for i in indexes):
+            indexes.append(idx)
+        existing = companions_for(ws, binary.path, indexes)
+        old: Companion | None = existing[0] if existing else None
+        if len(existing) > 1:
+            warnings.append(
+                f"{binary.path} has {len(existing)} live companions; the newest ({existing[0].id}) is used: "
+                + ", ".join(c.path for c in existing[1:])
+            )
+        if old is not None:
+            st = state_of(ws, old, digest)
+            if st["state"] == "current" and not req.force:
+                return {
+                    **info,
+                    "action": "unchanged",
+                    "state": "current",
+                    "id": old.id,
+                    "title": old.meta.get("title"),
+                    "path": old.path,
+                    "folder": old.folder + "/",
+                    "supersedes": None,
+                    "archived": None,
+                    "warnings": warnings,
+                }
+            state_before = st["state"]
+            old_mem = check_supersedable(read_memory(ws, old.path))
+        else:
+            state_before = "missing"
+        if ws.store.exists(path) and (old is None or old.path != path):
+            raise BoxMemoryError(
+                f"{path} already exists and is not the indexed companion of {binary.path}; "
+                "run `box-memory index-rebuild` or move it aside",
+                code="already_exists",
+            )
+
+        base = f"{slugify(binary.name)}-companion"
+        taken = {str(e.get("slug")) for e in idx.entries if old is None or e.get("id") != old.id}
+        slug = next_free_slug(base, taken)
+        now = now_iso()
+        cf: dict[str, Any] = {
+            "file_id": after.file_id,
+            "filename": binary.name,
+            "local_path": binary.path,
+            "sha256": digest.sha256,
+            "hash_algo": "sha256",
+            "sha1": digest.sha1,
+            "size_bytes": digest.size,
+            "mime_type": mime,
+            "reviewed_at": now,
+            "reviewed_by": req.agent or "box-memory",
+        }
+        meta: dict[str, Any] = {
+            "id": new_id(),
+            "slug": slug,
+            "title": title,
+            "kind": "companion",
+            "status": "active",
+            "team": ws.team_of(binary.team),
+            "created_at": now,
+            "updated_at": now,
+        }
+        if req.agent:
+            meta["agent"] = req.agent
+        meta["companion_for"] = cf
+        meta["tags"] = tags
+        supersede = None
+        if old is not None:
+            meta["supersedes"] = [old.id]
+            supersede = Supersede(
+                Located(old.entry, old.folder),
+                old_mem,
+                archive_to=archive_path(_binary_name(old), old.id),
+            )
+            if not ws.store.exists(ARCHIVE_FOLDER):
+                ws.store.mkdir(ARCHIVE_FOLDER)
+        body = skeleton(title, cf, tags, old) if req.body is None else _user_body(title, req.body, cf, old)
+        if not ws.store.exists(folder):
+            ws.store.mkdir(folder)
+        done = commit_memory(ws, idx, meta, body, filename, old=supersede)
+
+    return {
+        **info,
+        "action": "superseded" if old is not None else "created",
+        "state_before": state_before,
+        "state": "current",
+        "id": meta["id"],
+        "title": title,
+        "slug": slug,
+        "path": done.path,
+        "folder": folder + "/",
+        "file_id": done.file_id,
+        "supersedes": old.id if old is not None else None,
+        "archived": supersede.archive_to if supersede is not None else None,
+        "warnings": warnings,
+    }
