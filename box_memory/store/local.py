@@ -133,6 +133,13 @@ class LocalStore:
             return []
         return out
 
+    def list_names(self, path: str) -> list[str]:
+        """Names only: no per-file stat, so a 10k-file folder lists in a few milliseconds."""
+        try:
+            return [n for n in os.listdir(self._p(path)) if not n.startswith(TMP_PREFIX)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def mkdir(self, path: str) -> str | None:
         self._p(path).mkdir(parents=True, exist_ok=True)
         return None
