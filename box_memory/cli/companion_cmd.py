@@ -42,7 +42,7 @@ def companion_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Write or check the companion of a binary (streamed sha256, never chunked). [/box-companion]"""
+    """Write or check the companion of a binary (streamed sha256, never chunked); plugin: /box-companion."""
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
