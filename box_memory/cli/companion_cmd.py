@@ -34,7 +34,10 @@ def companion_cmd(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Extra tag (repeatable).")] = None,
     team: Annotated[str | None, typer.Option("--team", help="Team scope of the binary.")] = None,
     stale: Annotated[
-        bool, typer.Option("--stale", help="List every stale or orphaned companion (exit 6 if any).")
+        bool,
+        typer.Option(
+            "--stale", help="List every stale or orphaned companion (exit 6 if any); --team narrows it."
+        ),
     ] = False,
     agent: Annotated[str | None, typer.Option("--agent", help="Agent or person reviewing the file.")] = None,
     workspace: WorkspaceOpt = None,
@@ -54,7 +57,7 @@ def companion_cmd(
                 raise InvalidInput(
                     "--stale lists the whole workspace: give no FILE, --check, --force, --body or --tag"
                 )
-            return _stale(open_workspace(o.workspace))
+            return _stale(open_workspace(o.workspace), team)
         if file is None:
             raise InvalidInput("no FILE given: pass the binary's path (or --stale to list stale companions)")
         if check:
@@ -134,10 +137,13 @@ def _check(ws: Any, file: str, team: str | None) -> Outcome:
     return Outcome(res, [line], warnings=warnings, exit_code=0 if state == "current" else INTEGRITY_EXIT)
 
 
-def _stale(ws: Any) -> Outcome:
+def _stale(ws: Any, team: str | None) -> Outcome:
     from box_memory.companions import stale_report
 
     rows, checked, problems = stale_report(ws)
+    if team is not None:
+        ws.require_team(team)
+        rows = [r for r in rows if str(r["path"]).startswith(f"teams/{team}/")]
     data = {"checked": checked, "stale": rows, "count": len(rows)}
     lines = [f"{len(rows)} of {checked} companion(s) stale or orphaned"]
     table = None

@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -363,6 +365,47 @@ def test_refusals_write_nothing(ws: Path, tmp_path: Path, cli, snap) -> None:
     # An archived binary gets no companion either.
     put(ws, "_archive/old.pdf")
     assert "_archive" in cli.json("companion", "_archive/old.pdf", *w, code=2)["errors"][0]["message"]
+
+
+def test_concurrent_writers_make_one_companion(ws: Path) -> None:
+    """Cold processes racing on one binary: the lock lets one write; the others find it current."""
+    put(ws, "files/race.pdf")
+    env = {k: v for k, v in os.environ.items() if k != "BOX_MEMORY_WORKSPACE"}
+    cmd = [sys.executable, "-m", "box_memory", "companion", "files/race.pdf", "-w", str(ws), "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(3)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        results.append(json.loads(out)["data"])
+    actions = sorted(r["action"] for r in results)
+    assert actions == ["created", "unchanged", "unchanged"]
+    assert len({r["id"] for r in results}) == 1
+    idx = index(ws, "files")
+    assert [e["id"] for e in idx["entries"]] == [results[0]["id"]]
+    assert not (ws / "_archive" / "companions").exists()
+
+
+def test_stale_listing_by_team_and_library_shape(tmp_path: Path, cli) -> None:
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root), "--team", "ops")
+    w = ("-w", str(root))
+    a = put(root, "files/a.pdf")
+    b = put(root, "teams/ops/files/b.pdf")
+    ida = cli.json("companion", "files/a.pdf", *w)["data"]["id"]
+    idb = cli.json("companion", "teams/ops/files/b.pdf", *w)["data"]["id"]
+    flip_one_byte(a)
+    flip_one_byte(b)
+    everything = cli.json("companion", "--stale", *w, code=6)["data"]
+    assert everything["checked"] == 2 and {r["id"] for r in everything["stale"]} == {ida, idb}
+    ops = cli.json("companion", "--stale", "--team", "ops", *w, code=6)["data"]["stale"]
+    assert [r["id"] for r in ops] == [idb]
+    rows = stale_companions(open_workspace(str(root)))
+    assert {r["id"] for r in rows} == {ida, idb}
+    for r in rows:
+        assert {"id", "path", "binary", "state", "pinned", "current", "hash_algo"} <= set(r)
+        assert r["state"] == "stale" and r["pinned"] != r["current"]
+        assert r["current"] == sha256((root / r["binary"]).read_bytes())
 
 
 def test_help(cli) -> None:
