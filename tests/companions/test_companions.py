@@ -20,6 +20,12 @@ PLUGIN_FIXTURE = Path(__file__).parent.parent / "fixtures" / "plugin_workspace"
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 50
 
 
+def has_command(name: str) -> bool:
+    from box_memory.cli.app import app
+
+    return any(c.name == name for c in app.registered_commands)
+
+
 def read_md(path: Path) -> tuple[dict, str]:
     return frontmatter.parse(path.read_text("utf-8"), str(path))
 
@@ -141,6 +147,9 @@ def test_create_check_stale_regenerate_orphan(tmp_path: Path, cli, layout: str) 
     assert made["id"] not in roll["by_id"] and roll["by_companion_for"]["files/Q2 report.pdf"] == regen["id"]
     assert cli.json("companion", "files/Q2 report.pdf", "--check", *w)["data"]["state"] == "current"
     assert cli.json("companion", "--stale", *w)["data"]["stale"] == []
+    if has_command("recall"):
+        hits = cli.json("recall", "Q2 report.pdf", *w)["data"]["hits"]
+        assert [(h["id"], h["status"]) for h in hits if h["kind"] == "companion"] == [(regen["id"], "active")]
 
     binary.unlink()
     orphan = cli.json("companion", "files/Q2 report.pdf", "--check", *w, code=6)["data"]
