@@ -502,7 +502,7 @@ class BoxMCPClient:
                 "Authorization": f"Bearer {self._token}",
                 "User-Agent": f"box-memory/{__version__}",
             },
-            timeout=httpx2.Timeout(self.timeout),
+            timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
         )
         conn: _Connection | None = None
         try:
@@ -541,7 +541,7 @@ class BoxMCPClient:
         try:
             conn: _Connection = await self._tg.start(self._session, exchange)
         except Exception as exc:
-            raise self._classify_failure(exchange, exc, tool=None) from None
+            raise self._classify_failure(exchange, exc, tool=None, established=False) from None
         self._conn = conn
         try:
             self.protocol_version = conn.client.protocol_version
@@ -715,7 +715,9 @@ class BoxMCPClient:
     def _unreachable(self, reason: str) -> BackendUnavailable:
         return BackendUnavailable(f"Box MCP server not reachable at {self.url}: {reason}")
 
-    def _classify_failure(self, exchange: _Exchange, exc: BaseException, *, tool: str | None) -> Exception:
+    def _classify_failure(
+        self, exchange: _Exchange, exc: BaseException, *, tool: str | None, established: bool = True
+    ) -> Exception:
         """Turn an SDK exception plus what the HTTP layer saw into _Transient/_Unauthorized/typed error."""
         if isinstance(exc, BaseExceptionGroup):
             leaves = list(_leaves(exc))
@@ -729,13 +731,18 @@ class BoxMCPClient:
         if isinstance(exc, httpx2.TransportError | OSError):
             return _Transient(self._unreachable(_transport_reason(exc, self.timeout)), reconnect=True)
         status = exchange.status
+        if established and (
+            status == 404 or (isinstance(exc, MCPError) and exc.message == "Session terminated")
+        ):
+            # A stateful server forgot our session (it restarted): open a new one and retry.
+            return _Transient(self._unreachable("session ended by the server"), reconnect=True)
         if status is not None and status >= 400:
             return self._classify_status(status, exchange)
         what = f"Box tool {tool}" if tool else f"Box MCP server at {self.url}"
         if isinstance(exc, MCPError):
             if exc.code == REQUEST_TIMEOUT_CODE or isinstance(exc.__cause__, TimeoutError):
                 return _Transient(self._unreachable(f"no answer within {self.timeout * 2 + 5:g} s"))
-            if exc.code == CONNECTION_CLOSED or "session terminated" in exc.message.lower():
+            if exc.code == CONNECTION_CLOSED:
                 return _Transient(self._unreachable("connection closed"), reconnect=True)
             if tool is not None:
                 mapped = tool_error(tool, exc.message)
@@ -847,6 +854,9 @@ def mcp_check(
 ) -> CheckReport:
     """Connect once and report what box-memory can do with this server; never raises for Box problems."""
     report = CheckReport(url=url or default_url())
+    if not token_source:
+        report.error, report.error_code = "no Box access token - run `box-memory auth login`", AuthError.code
+        return report
     try:
         with BoxMCPClient(
             report.url, token_source, timeout=timeout, max_retries=max_retries, sleep=sleep
