@@ -25,31 +25,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--call-log", type=Path, help="append every tool call as a JSON line to this file")
     p.add_argument("--seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--paging", choices=["marker", "offset"], default="marker")
-    p.add_argument("--shape", choices=["structured", "text"], default="structured",
-                   help="payload in structuredContent (plus JSON text) or as JSON text only")
+    p.add_argument(
+        "--shape",
+        choices=["structured", "text"],
+        default="structured",
+        help="payload in structuredContent (plus JSON text) or as JSON text only",
+    )
     p.add_argument("--ids", choices=["string", "number"], default="string")
-    p.add_argument("--listing", choices=["mini", "full"], default="mini",
-                   help="listing entries without `fields`: REST mini or the standard representation")
-    p.add_argument("--era", choices=["legacy", "dual"], default="legacy",
-                   help="legacy: initialize handshake only; dual: also the 2026 per-request protocol")
+    p.add_argument(
+        "--listing",
+        choices=["mini", "full"],
+        default="mini",
+        help="listing entries without `fields`: REST mini or the standard representation",
+    )
+    p.add_argument(
+        "--era",
+        choices=["legacy", "dual"],
+        default="legacy",
+        help="legacy: initialize handshake only; dual: also the 2026 per-request protocol",
+    )
     p.add_argument("--sessions", choices=["stateless", "stateful"], default="stateless")
     p.add_argument("--latency-ms", type=float, default=0, help="delay added to every tool call")
     p.add_argument("--error-rate", type=float, default=0.0, help="fraction of tool calls that fail")
-    p.add_argument("--error-kinds", default="429,500",
-                   help=f"comma list of failure kinds, chosen at random: {', '.join(ERROR_KINDS)}")
+    p.add_argument(
+        "--error-kinds",
+        default="429,500",
+        help=f"comma list of failure kinds, chosen at random: {', '.join(ERROR_KINDS)}",
+    )
     p.add_argument("--retry-after-s", type=int, default=1, help="retry-after of injected 429s")
-    p.add_argument("--drop-rate", type=float, default=0.0,
-                   help="fraction of tool calls whose connection drops")
-    p.add_argument("--fault-all", action="store_true",
-                   help="faults and latency also hit initialize/list_tools")
-    p.add_argument("--search-lag-s", type=float, default=0,
-                   help="files changed less than this many seconds ago are not found by search")
-    p.add_argument("--disable-tool", action="append", default=[], metavar="NAME",
-                   help="tool answers 'disabled by the enterprise admin' (repeatable)")
-    p.add_argument("--hide-tool", action="append", default=[], metavar="NAME",
-                   help="tool is left out of the catalogue (repeatable)")
-    p.add_argument("--log-level", default="warning",
-                   choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument(
+        "--drop-rate", type=float, default=0.0, help="fraction of tool calls whose connection drops"
+    )
+    p.add_argument(
+        "--fault-all", action="store_true", help="faults and latency also hit initialize/list_tools"
+    )
+    p.add_argument(
+        "--search-lag-s",
+        type=float,
+        default=0,
+        help="files changed less than this many seconds ago are not found by search",
+    )
+    p.add_argument(
+        "--disable-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="tool answers 'disabled by the enterprise admin' (repeatable)",
+    )
+    p.add_argument(
+        "--hide-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="tool is left out of the catalogue (repeatable)",
+    )
+    p.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
     return p
 
 
@@ -60,11 +92,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         emulator = Emulator(
-            args.root, tokens=args.token, state=args.state, seed=args.seed, call_log=args.call_log,
-            paging=args.paging, shape=args.shape, ids=args.ids, listing=args.listing, era=args.era,
-            sessions=args.sessions, latency_ms=args.latency_ms, error_rate=args.error_rate,
-            error_kinds=args.error_kinds, retry_after_s=args.retry_after_s, drop_rate=args.drop_rate,
-            fault_all=args.fault_all, search_lag_s=args.search_lag_s, disabled_tools=args.disable_tool,
+            args.root,
+            tokens=args.token,
+            state=args.state,
+            seed=args.seed,
+            call_log=args.call_log,
+            paging=args.paging,
+            shape=args.shape,
+            ids=args.ids,
+            listing=args.listing,
+            era=args.era,
+            sessions=args.sessions,
+            latency_ms=args.latency_ms,
+            error_rate=args.error_rate,
+            error_kinds=args.error_kinds,
+            retry_after_s=args.retry_after_s,
+            drop_rate=args.drop_rate,
+            fault_all=args.fault_all,
+            search_lag_s=args.search_lag_s,
+            disabled_tools=args.disable_tool,
             hidden_tools=args.hide_tool,
         )
     except (ValueError, TypeError) as exc:

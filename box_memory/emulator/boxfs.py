@@ -49,9 +49,37 @@ USER = {"type": "user", "id": USER_ID, "name": "Emulator User", "login": "emulat
 # answer "no text representation" even when the bytes happen to decode.
 BINARY_EXTENSIONS = frozenset(
     [
-        "pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "png", "jpg", "jpeg", "gif", "bmp",
-        "tiff", "webp", "heic", "zip", "gz", "tgz", "7z", "rar", "mp3", "mp4", "mov", "avi", "wav",
-        "exe", "dll", "so", "bin", "dmg", "iso"
+        "pdf",
+        "doc",
+        "docx",
+        "xls",
+        "xlsx",
+        "ppt",
+        "pptx",
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "tiff",
+        "webp",
+        "heic",
+        "zip",
+        "gz",
+        "tgz",
+        "7z",
+        "rar",
+        "mp3",
+        "mp4",
+        "mov",
+        "avi",
+        "wav",
+        "exe",
+        "dll",
+        "so",
+        "bin",
+        "dmg",
+        "iso",
     ]
 )
 
@@ -82,7 +110,10 @@ class BoxApiError(Exception):
     def body(self) -> dict[str, Any]:
         """The JSON body in the key order Box uses (spec section 3)."""
         out: dict[str, Any] = {
-            "type": "error", "status": self.status, "code": self.code, "message": self.message
+            "type": "error",
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
         }
         if self.context_info is not None:
             out["context_info"] = self.context_info
@@ -285,13 +316,31 @@ class BoxFS:
             self._forget(self._items[stale])
         when = now if now is not None else st.st_mtime
         if statmod.S_ISDIR(st.st_mode):
-            item = Item(id=self._new_item_id(), type="folder", path=rel, created_at=when, modified_at=when,
-                        content_modified_at=when, changed_at=when, mtime_ns=st.st_mtime_ns)
+            item = Item(
+                id=self._new_item_id(),
+                type="folder",
+                path=rel,
+                created_at=when,
+                modified_at=when,
+                content_modified_at=when,
+                changed_at=when,
+                mtime_ns=st.st_mtime_ns,
+            )
         else:
-            item = Item(id=self._new_item_id(), type="file", path=rel, created_at=when, modified_at=when,
-                        content_modified_at=when, changed_at=when, version_id=self._new_version_id(),
-                        version_number=1, sha1=_hash_file(self.root / rel), size=st.st_size,
-                        mtime_ns=st.st_mtime_ns)
+            item = Item(
+                id=self._new_item_id(),
+                type="file",
+                path=rel,
+                created_at=when,
+                modified_at=when,
+                content_modified_at=when,
+                changed_at=when,
+                version_id=self._new_version_id(),
+                version_number=1,
+                sha1=_hash_file(self.root / rel),
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+            )
         self._index(item)
         self._save(item)
         return item
@@ -615,16 +664,27 @@ class BoxFS:
         """Folder reference as used in parent and path_collection entries."""
         if item.is_root:
             return {"type": "folder", "id": ROOT_ID, "sequence_id": None, "etag": None, "name": ROOT_NAME}
-        return {"type": item.type, "id": item.id, "sequence_id": str(item.sequence_id),
-                "etag": str(item.etag), "name": item.name}
+        return {
+            "type": item.type,
+            "id": item.id,
+            "sequence_id": str(item.sequence_id),
+            "etag": str(item.etag),
+            "name": item.name,
+        }
 
     def mini(self, item: Item) -> dict[str, Any]:
         """The REST "mini" representation Box uses for folder listings by default."""
         out = self.ref(item)
         if item.type == "file":
-            out = {"type": "file", "id": item.id, "file_version": self._version(item),
-                   "sequence_id": str(item.sequence_id), "etag": str(item.etag), "sha1": item.sha1,
-                   "name": item.name}
+            out = {
+                "type": "file",
+                "id": item.id,
+                "file_version": self._version(item),
+                "sequence_id": str(item.sequence_id),
+                "etag": str(item.etag),
+                "sha1": item.sha1,
+                "name": item.name,
+            }
         return out
 
     def _version(self, item: Item) -> dict[str, Any]:
@@ -638,38 +698,57 @@ class BoxFS:
         parent = self.ref(chain[-1]) if chain else None
         if item.is_root:
             return {
-                "type": "folder", "id": ROOT_ID, "sequence_id": None, "etag": None, "name": ROOT_NAME,
-                "created_at": None, "modified_at": None, "description": "", "size": self.folder_size(item),
-                "path_collection": path_collection, "created_by": {"type": "user", "id": "", "name": "",
-                                                                   "login": ""},
-                "modified_by": dict(USER), "trashed_at": None, "purged_at": None,
-                "content_created_at": None, "content_modified_at": None, "owned_by": dict(USER),
-                "shared_link": None, "folder_upload_email": None, "parent": None, "item_status": "active",
+                "type": "folder",
+                "id": ROOT_ID,
+                "sequence_id": None,
+                "etag": None,
+                "name": ROOT_NAME,
+                "created_at": None,
+                "modified_at": None,
+                "description": "",
+                "size": self.folder_size(item),
+                "path_collection": path_collection,
+                "created_by": {"type": "user", "id": "", "name": "", "login": ""},
+                "modified_by": dict(USER),
+                "trashed_at": None,
+                "purged_at": None,
+                "content_created_at": None,
+                "content_modified_at": None,
+                "owned_by": dict(USER),
+                "shared_link": None,
+                "folder_upload_email": None,
+                "parent": None,
+                "item_status": "active",
             }
         common: dict[str, Any] = {
-            "type": item.type, "id": item.id, "sequence_id": str(item.sequence_id), "etag": str(item.etag),
+            "type": item.type,
+            "id": item.id,
+            "sequence_id": str(item.sequence_id),
+            "etag": str(item.etag),
             "name": item.name,
         }
         if item.type == "file":
             common.update({"sha1": item.sha1, "file_version": self._version(item)})
-        common.update({
-            "description": item.description,
-            "size": item.size if item.type == "file" else self.folder_size(item),
-            "path_collection": path_collection,
-            "created_at": rfc3339(item.created_at),
-            "modified_at": rfc3339(item.modified_at),
-            "trashed_at": None,
-            "purged_at": None,
-            "content_created_at": rfc3339(item.created_at),
-            "content_modified_at": rfc3339(item.content_modified_at),
-            "created_by": dict(USER),
-            "modified_by": dict(USER),
-            "owned_by": dict(USER),
-            "shared_link": None,
-            "parent": parent,
-            "item_status": "active",
-            "tags": list(item.tags),
-        })
+        common.update(
+            {
+                "description": item.description,
+                "size": item.size if item.type == "file" else self.folder_size(item),
+                "path_collection": path_collection,
+                "created_at": rfc3339(item.created_at),
+                "modified_at": rfc3339(item.modified_at),
+                "trashed_at": None,
+                "purged_at": None,
+                "content_created_at": rfc3339(item.created_at),
+                "content_modified_at": rfc3339(item.content_modified_at),
+                "created_by": dict(USER),
+                "modified_by": dict(USER),
+                "owned_by": dict(USER),
+                "shared_link": None,
+                "parent": parent,
+                "item_status": "active",
+                "tags": list(item.tags),
+            }
+        )
         if item.type == "file":
             ext = item.name.rsplit(".", 1)[-1] if "." in item.name else ""
             common.update({"extension": ext, "version_number": str(item.version_number)})
@@ -696,5 +775,6 @@ class BoxFS:
         if len(parts) != 3:
             return {}
         scope, key = parts[1], parts[2]
-        instance = item.metadata.get(f"{scope}.{key}")
+        full_scope = f"enterprise_{ENTERPRISE_ID}" if scope == "enterprise" else scope
+        instance = item.metadata.get(f"{full_scope}.{key}")
         return {scope: {key: instance}} if instance is not None else {}

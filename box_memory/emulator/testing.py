@@ -51,10 +51,22 @@ def running_emulator(
     call_log = more.pop("call_log", None)
     Path(root).mkdir(parents=True, exist_ok=True)
     emu = Emulator(
-        root, tokens=tokens, state=state, seed=seed, call_log=call_log, paging=paging, shape=shape,
-        ids=ids, latency_ms=latency_ms, error_rate=error_rate, error_kinds=tuple(error_kinds),
-        drop_rate=drop_rate, search_lag_s=search_lag_s, disabled_tools=frozenset(disabled_tools),
-        hidden_tools=frozenset(hidden_tools), **more,
+        root,
+        tokens=tokens,
+        state=state,
+        seed=seed,
+        call_log=call_log,
+        paging=paging,
+        shape=shape,
+        ids=ids,
+        latency_ms=latency_ms,
+        error_rate=error_rate,
+        error_kinds=tuple(error_kinds),
+        drop_rate=drop_rate,
+        search_lag_s=search_lag_s,
+        disabled_tools=frozenset(disabled_tools),
+        hidden_tools=frozenset(hidden_tools),
+        **more,
     )
     try:
         emu.start()

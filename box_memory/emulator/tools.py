@@ -51,9 +51,42 @@ MAX_SEARCH_PAGE = 200
 MAX_AI_FILES = 25
 STOP_WORDS = frozenset(
     [
-        "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
-        "in", "is", "it", "its", "of", "on", "or", "that", "the", "these", "this", "those", "to",
-        "was", "were", "what", "when", "where", "which", "who", "why", "with"
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "these",
+        "this",
+        "those",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
     ]
 )
 AI_AGENT_INFO = {
@@ -159,7 +192,7 @@ def _text_arg(args: dict[str, Any], key: str) -> bytes:
 
 
 def _scope(raw: Any) -> str:
-    """"enterprise" and "enterprise_<id>" name the same scope; "global" is Box's own."""
+    """ "enterprise" and "enterprise_<id>" name the same scope; "global" is Box's own."""
     scope = str(raw or "").strip()
     if scope in ("enterprise", f"enterprise_{ENTERPRISE_ID}"):
         return f"enterprise_{ENTERPRISE_ID}"
@@ -170,14 +203,18 @@ def _scope(raw: Any) -> str:
 
 def _conflict_object(fs: BoxFS) -> Callable[[Item], BoxApiError]:
     return lambda existing: BoxApiError(
-        409, "item_name_in_use", "Item with the same name already exists",
+        409,
+        "item_name_in_use",
+        "Item with the same name already exists",
         context_info={"conflicts": fs.mini(existing)},
     )
 
 
 def _conflict_array(fs: BoxFS) -> Callable[[Item], BoxApiError]:
     return lambda existing: BoxApiError(
-        409, "item_name_in_use", "Item with the same name already exists",
+        409,
+        "item_name_in_use",
+        "Item with the same name already exists",
         context_info={"conflicts": [fs.mini(existing)]},
     )
 
@@ -365,7 +402,8 @@ def search_folders_by_name(ctx: ToolContext, args: dict[str, Any]) -> dict[str, 
     hits = [
         item
         for item in fs.walk(ancestor)
-        if item.type == "folder" and needle in item.name.casefold()
+        if item.type == "folder"
+        and needle in item.name.casefold()
         and not (ctx.search_lag_s and item.changed_at > cutoff)
     ]
     return {
@@ -487,15 +525,24 @@ def ai_extract_structured_from_fields(ctx: ToolContext, args: dict[str, Any]) ->
         if not field_spec.get("key"):
             raise bad_request("Every field needs a 'key'", "invalid_parameter")
         answer[str(field_spec["key"])] = _field_value(field_spec, text)
-    return {"answer": answer, "created_at": rfc3339(time.time()), "completion_reason": "done",
-            "ai_agent_info": AI_AGENT_INFO}
+    return {
+        "answer": answer,
+        "created_at": rfc3339(time.time()),
+        "completion_reason": "done",
+        "ai_agent_info": AI_AGENT_INFO,
+    }
 
 
 # -- metadata ----------------------------------------------------------------------------------
 
 GLOBAL_PROPERTIES = {
-    "type": "metadata_template", "id": "4f4b8dca-0000-4000-8000-000000000000", "templateKey": "properties",
-    "scope": "global", "displayName": "Properties", "hidden": False, "copyInstanceOnItemCopy": True,
+    "type": "metadata_template",
+    "id": "4f4b8dca-0000-4000-8000-000000000000",
+    "templateKey": "properties",
+    "scope": "global",
+    "displayName": "Properties",
+    "hidden": False,
+    "copyInstanceOnItemCopy": True,
     "fields": [],
 }
 FIELD_TYPES = ("string", "float", "date", "enum", "multiSelect")
@@ -531,8 +578,13 @@ def create_metadata_template(ctx: ToolContext, args: dict[str, Any]) -> dict[str
             raise bad_request(f"Invalid field type: {kind!r}", "invalid_parameter")
         field_display = str(raw.get("displayName") or raw.get("display_name") or raw.get("key") or "")
         field_key = str(raw.get("key") or _key_from(field_display))
-        out: dict[str, Any] = {"id": str(uuid.uuid4()), "type": kind, "key": field_key,
-                               "displayName": field_display or field_key, "hidden": bool(raw.get("hidden"))}
+        out: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "type": kind,
+            "key": field_key,
+            "displayName": field_display or field_key,
+            "hidden": bool(raw.get("hidden")),
+        }
         if raw.get("description"):
             out["description"] = str(raw["description"])
         if kind in ("enum", "multiSelect"):
@@ -542,8 +594,14 @@ def create_metadata_template(ctx: ToolContext, args: dict[str, Any]) -> dict[str
             ]
         fields.append(out)
     template = {
-        "type": "metadata_template", "id": str(uuid.uuid4()), "templateKey": key, "scope": scope,
-        "displayName": display, "hidden": False, "copyInstanceOnItemCopy": False, "fields": fields,
+        "type": "metadata_template",
+        "id": str(uuid.uuid4()),
+        "templateKey": key,
+        "scope": scope,
+        "displayName": display,
+        "hidden": False,
+        "copyInstanceOnItemCopy": False,
+        "fields": fields,
     }
     ctx.fs.add_template(scope, key, template)
     return template
@@ -653,62 +711,164 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         "list_folder_content_by_folder_id",
         "List the items in a Box folder (folders first, then files). Folder '0' is All Files.",
-        _schema(["folder_id"], folder_id=_d("Box folder id", _S), fields=_FIELDS,
-                limit=_d("Page size (default 100, max 1000)", _I), offset=_I,
-                marker=_d("Marker from a previous page", _S)),
-        list_folder_content_by_folder_id, True),
-    ToolSpec("get_folder_details", "Get a Box folder's details.",
-             _schema(["folder_id"], folder_id=_S, fields=_FIELDS), get_folder_details, True),
-    ToolSpec("get_file_details", "Get a Box file's details.",
-             _schema(["file_id"], file_id=_S, fields=_FIELDS), get_file_details, True),
-    ToolSpec("get_file_content", "Get the text representation of a Box file (source up to 50 MB).",
-             _schema(["file_id"], file_id=_S), get_file_content, True),
+        _schema(
+            ["folder_id"],
+            folder_id=_d("Box folder id", _S),
+            fields=_FIELDS,
+            limit=_d("Page size (default 100, max 1000)", _I),
+            offset=_I,
+            marker=_d("Marker from a previous page", _S),
+        ),
+        list_folder_content_by_folder_id,
+        True,
+    ),
+    ToolSpec(
+        "get_folder_details",
+        "Get a Box folder's details.",
+        _schema(["folder_id"], folder_id=_S, fields=_FIELDS),
+        get_folder_details,
+        True,
+    ),
+    ToolSpec(
+        "get_file_details",
+        "Get a Box file's details.",
+        _schema(["file_id"], file_id=_S, fields=_FIELDS),
+        get_file_details,
+        True,
+    ),
+    ToolSpec(
+        "get_file_content",
+        "Get the text representation of a Box file (source up to 50 MB).",
+        _schema(["file_id"], file_id=_S),
+        get_file_content,
+        True,
+    ),
     ToolSpec(
         "search_files_keyword",
         "Search Box files by keyword in name and content, optionally filtered by metadata.",
-        _schema(["query"], query=_S, ancestor_folder_id=_S, file_extensions=_SL, fields=_FIELDS, limit=_I,
-                offset=_I, mdfilters={"type": "array", "items": {"type": "object"}}),
-        search_files_keyword, True),
-    ToolSpec("search_folders_by_name", "Search Box folders by name.",
-             _schema(["folder_name"], folder_name=_S, ancestor_folder_id=_S, limit=_I),
-             search_folders_by_name, True),
-    ToolSpec("get_download_url", "Get a short-lived URL to download a Box file's bytes.",
-             _schema(["file_id"], file_id=_S), get_download_url, True),
-    ToolSpec("ai_qa_single_file",
-             "Ask a question about one file. Emulated: the answer is extracted from the file's own "
-             "sentences (deterministic), not generated.",
-             _schema(["file_id", "question"], file_id=_S, question=_S), ai_qa_single_file, True),
-    ToolSpec("ai_qa_multi_file",
-             "Ask a question about several files. Emulated: extractive and deterministic.",
-             _schema(["file_ids", "question"], file_ids=_SL, question=_S), ai_qa_multi_file, True),
-    ToolSpec("ai_extract_structured_from_fields",
-             "Extract structured fields from files. Emulated: reads 'key: value' lines and options "
-             "named in the text.",
-             _schema(["file_ids", "fields"], file_ids=_SL,
-                     fields={"type": "array", "items": {"type": "object"}}),
-             ai_extract_structured_from_fields, True),
-    ToolSpec("list_metadata_templates", "List metadata templates in a scope ('enterprise' or 'global').",
-             _schema(["scope"], scope=_S), list_metadata_templates, True),
-    ToolSpec("upload_file", "Upload a new text file. Fails if the name is already used in the folder.",
-             _schema(["file_name", "file_content"], file_name=_S, file_content=_S,
-                     parent_folder_id=_d("Default '0'", _S)), upload_file, False),
-    ToolSpec("upload_file_version", "Upload a new version of an existing file.",
-             _schema(["file_id", "file_content"], file_id=_S, file_content=_S), upload_file_version, False),
-    ToolSpec("create_folder", "Create a folder.",
-             _schema(["name"], name=_S, parent_folder_id=_d("Default '0'", _S)), create_folder, False),
-    ToolSpec("move_file", "Move a file to another folder, optionally renaming it.",
-             _schema(["file_id", "parent_folder_id"], file_id=_S, parent_folder_id=_S, name=_S),
-             move_file, False),
-    ToolSpec("update_file_properties", "Update a file's name, description or tags.",
-             _schema(["file_id"], file_id=_S, name=_S, description=_S, tags=_SL),
-             update_file_properties, False),
-    ToolSpec("set_file_metadata", "Set a metadata instance on a file.",
-             _schema(["file_id", "scope", "template_key", "metadata_fields"], file_id=_S, scope=_S,
-                     template_key=_S, metadata_fields={"type": "object"}), set_file_metadata, False),
-    ToolSpec("create_metadata_template", "Create a metadata template.",
-             _schema(["display_name", "scope"], display_name=_S, scope=_S, template_key=_S,
-                     fields={"type": "array", "items": {"type": "object"}}),
-             create_metadata_template, False),
+        _schema(
+            ["query"],
+            query=_S,
+            ancestor_folder_id=_S,
+            file_extensions=_SL,
+            fields=_FIELDS,
+            limit=_I,
+            offset=_I,
+            mdfilters={"type": "array", "items": {"type": "object"}},
+        ),
+        search_files_keyword,
+        True,
+    ),
+    ToolSpec(
+        "search_folders_by_name",
+        "Search Box folders by name.",
+        _schema(["folder_name"], folder_name=_S, ancestor_folder_id=_S, limit=_I),
+        search_folders_by_name,
+        True,
+    ),
+    ToolSpec(
+        "get_download_url",
+        "Get a short-lived URL to download a Box file's bytes.",
+        _schema(["file_id"], file_id=_S),
+        get_download_url,
+        True,
+    ),
+    ToolSpec(
+        "ai_qa_single_file",
+        "Ask a question about one file. Emulated: the answer is extracted from the file's own "
+        "sentences (deterministic), not generated.",
+        _schema(["file_id", "question"], file_id=_S, question=_S),
+        ai_qa_single_file,
+        True,
+    ),
+    ToolSpec(
+        "ai_qa_multi_file",
+        "Ask a question about several files. Emulated: extractive and deterministic.",
+        _schema(["file_ids", "question"], file_ids=_SL, question=_S),
+        ai_qa_multi_file,
+        True,
+    ),
+    ToolSpec(
+        "ai_extract_structured_from_fields",
+        "Extract structured fields from files. Emulated: reads 'key: value' lines and options "
+        "named in the text.",
+        _schema(["file_ids", "fields"], file_ids=_SL, fields={"type": "array", "items": {"type": "object"}}),
+        ai_extract_structured_from_fields,
+        True,
+    ),
+    ToolSpec(
+        "list_metadata_templates",
+        "List metadata templates in a scope ('enterprise' or 'global').",
+        _schema(["scope"], scope=_S),
+        list_metadata_templates,
+        True,
+    ),
+    ToolSpec(
+        "upload_file",
+        "Upload a new text file. Fails if the name is already used in the folder.",
+        _schema(
+            ["file_name", "file_content"],
+            file_name=_S,
+            file_content=_S,
+            parent_folder_id=_d("Default '0'", _S),
+        ),
+        upload_file,
+        False,
+    ),
+    ToolSpec(
+        "upload_file_version",
+        "Upload a new version of an existing file.",
+        _schema(["file_id", "file_content"], file_id=_S, file_content=_S),
+        upload_file_version,
+        False,
+    ),
+    ToolSpec(
+        "create_folder",
+        "Create a folder.",
+        _schema(["name"], name=_S, parent_folder_id=_d("Default '0'", _S)),
+        create_folder,
+        False,
+    ),
+    ToolSpec(
+        "move_file",
+        "Move a file to another folder, optionally renaming it.",
+        _schema(["file_id", "parent_folder_id"], file_id=_S, parent_folder_id=_S, name=_S),
+        move_file,
+        False,
+    ),
+    ToolSpec(
+        "update_file_properties",
+        "Update a file's name, description or tags.",
+        _schema(["file_id"], file_id=_S, name=_S, description=_S, tags=_SL),
+        update_file_properties,
+        False,
+    ),
+    ToolSpec(
+        "set_file_metadata",
+        "Set a metadata instance on a file.",
+        _schema(
+            ["file_id", "scope", "template_key", "metadata_fields"],
+            file_id=_S,
+            scope=_S,
+            template_key=_S,
+            metadata_fields={"type": "object"},
+        ),
+        set_file_metadata,
+        False,
+    ),
+    ToolSpec(
+        "create_metadata_template",
+        "Create a metadata template.",
+        _schema(
+            ["display_name", "scope"],
+            display_name=_S,
+            scope=_S,
+            template_key=_S,
+            fields={"type": "array", "items": {"type": "object"}},
+        ),
+        create_metadata_template,
+        False,
+    ),
 ]
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 
