@@ -454,3 +454,24 @@ def test_default_url_from_env(monkeypatch):
     assert BoxMCPClient(None, TOKEN).url == "http://127.0.0.1:1/"
     monkeypatch.delenv("BOX_MCP_URL")
     assert BoxMCPClient(None, TOKEN).url == "https://mcp.box.com/"
+
+
+@pytest.mark.parametrize("era", ["legacy", "dual"])
+def test_both_protocol_eras(emu, delays, era):
+    emu.configure(era=era)
+    try:
+        with client(emu, delays) as box:
+            assert box.protocol_version
+            assert box.call("who_am_i", {})["type"] == "user"
+    finally:
+        emu.configure(era="legacy")
+
+
+def test_a_server_that_stops_answering_does_not_hang(emu, delays):
+    with client(emu, delays, timeout=0.5, max_retries=1) as box:
+        emu.configure(latency_ms=3000)
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable, match=r"no answer within 0\.5 s"):
+            box.call("who_am_i", {})
+        assert time.monotonic() - started < 2.5
+        assert box.call_count == 2
