@@ -16,7 +16,8 @@ Guesses about the real service (switches exist so tests can cover the alternativ
 - an HTTP-level 429/500 carries a Box error JSON body (not JSON-RPC), so the SDK reports only a
   generic error and a client must look at the HTTP status and `retry-after` itself; error kinds
   "tool429"/"tool500" instead relay the Box error inside an isError tool result;
-- a wrong token gets `error="invalid_token"` with the RFC 6750 style description below.
+- a wrong token gets `error="invalid_token"` with the RFC 6750 style description below, and the
+  token is checked before anything else on `/`, so even a `GET /` without a token is a 401.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import mimetypes
 import random
 import secrets
@@ -59,7 +59,6 @@ BAD_TOKEN = (
 ERROR_KINDS = ("429", "500", "503", "tool429", "tool500")
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_BODY = 64 * 1024 * 1024
-log = logging.getLogger("box_memory.emulator")
 
 _CHOICES = {
     "paging": ("marker", "offset"),
@@ -88,6 +87,7 @@ class Switches:
     search_lag_s: float = 0
     retry_after_s: int = 1
     fault_all: bool = False
+    repeat_marker: bool = False  # marker paging hands back the marker it was given (a broken server)
     disabled_tools: frozenset[str] = frozenset()
     hidden_tools: frozenset[str] = frozenset()
     download_ttl_s: float = 900
@@ -119,7 +119,7 @@ def _coerce(name: str, value: Any) -> Any:
         return float(value)
     if name == "retry_after_s":
         return int(value)
-    if name == "fault_all":
+    if name in ("fault_all", "repeat_marker"):
         return bool(value)
     return value
 
@@ -259,7 +259,7 @@ class Emulator:
         self.switches = Switches().validated()
         self.call_log = Path(call_log) if call_log else None
         self._lock = threading.RLock()
-        self._tokens: list[str] = list(tokens)
+        self._tokens: list[str] = [tokens] if isinstance(tokens, str) else list(tokens)
         self._rng = random.Random(seed)
         self._calls: list[ToolCall] = []
         self._counters: Counter[str] = Counter()
@@ -425,6 +425,7 @@ class Emulator:
             listing=sw.listing,
             search_lag_s=sw.search_lag_s,
             mint_download=self._mint_download,
+            repeat_marker=sw.repeat_marker,
         )
         try:
             payload = await anyio.to_thread.run_sync(run_tool, spec, tool_ctx, arguments)
@@ -661,12 +662,12 @@ class EmulatorASGI:
                 return
             with contextlib.suppress(ValueError):
                 message = json.loads(body)
-        rpc = message if isinstance(message, dict) else {}
+        rpc: dict[str, Any] = message if isinstance(message, dict) else {}
         rpc_method = rpc.get("method")
-        params = rpc.get("params") if isinstance(rpc.get("params"), dict) else {}
+        params: dict[str, Any] = rpc["params"] if isinstance(rpc.get("params"), dict) else {}
         is_tool_call = rpc_method == "tools/call"
         tool_name = str(params.get("name", "")) if is_tool_call else ""
-        tool_args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        tool_args: dict[str, Any] = params["arguments"] if isinstance(params.get("arguments"), dict) else {}
 
         auth_error = self._auth_error(scope)
         if auth_error is not None:

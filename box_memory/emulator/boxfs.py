@@ -513,6 +513,11 @@ class BoxFS:
                     continue
         return total
 
+    def known_bytes(self) -> int:
+        """Bytes in the files seen so far (cheap: no walk of the whole tree)."""
+        with self._lock:
+            return sum(i.size for i in self._items.values() if i.type == "file")
+
     def find_conflict(self, folder: Item, name: str, *, ignore: str | None = None) -> Item | None:
         """An item in the folder with the same name, case-insensitively, files and folders alike."""
         folded = name.casefold()
@@ -761,7 +766,7 @@ class BoxFS:
         if not fields:
             return self.mini(item) if default == "mini" else self.full(item)
         full = self.full(item)
-        out = {k: full[k] for k in ("type", "id", "etag") if k in full}
+        out: dict[str, Any] = {k: full[k] for k in ("type", "id", "etag") if k in full}
         for name in fields:
             if name in full:
                 out[name] = full[name]

@@ -21,6 +21,7 @@ Guesses about the real service, where its behaviour is not documented:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -106,6 +107,7 @@ class ToolContext:
     listing: str = "mini"
     search_lag_s: float = 0.0
     mint_download: Callable[[Item], tuple[str, float]] | None = None
+    repeat_marker: bool = False
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
@@ -231,7 +233,7 @@ def who_am_i(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         "language": "en",
         "timezone": "America/Los_Angeles",
         "space_amount": 10 * 1024**4,
-        "space_used": fs.folder_size(fs.get(ROOT_ID)),
+        "space_used": fs.known_bytes(),
         "max_upload_size": 5 * 1024**3,
         "status": "active",
         "job_title": "",
@@ -262,6 +264,8 @@ def list_folder_content_by_folder_id(ctx: ToolContext, args: dict[str, Any]) -> 
         page = items[start : start + limit]
         more = start + limit < len(items)
         next_marker = encode_marker(page[-1]) if more else None
+        if more and marker and ctx.repeat_marker:
+            next_marker = str(marker)  # the `repeat_marker` switch: a server stuck on one page
         return {"entries": shape(page), "limit": limit, "next_marker": next_marker}
     offset = _int(args, "offset", 0, 0)
     page = items[offset : offset + limit]
@@ -381,7 +385,7 @@ def search_files_keyword(ctx: ToolContext, args: dict[str, Any]) -> dict[str, An
             continue
         if mdfilters and not _metadata_matches(item, mdfilters):
             continue
-        if match(item.name, lambda item=item: _searchable_text(fs, item)):
+        if match(item.name, functools.partial(_searchable_text, fs, item)):
             hits.append(item)
     page = hits[offset : offset + limit]
     return {
