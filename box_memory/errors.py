@@ -61,7 +61,11 @@ class ToolDisabled(BackendUnavailable):
 
 
 class BoxToolError(BoxMemoryError):
-    """A Box tool answered with an error (relayed Box API error). `status`/`box_code` when known."""
+    """A Box tool answered with an error (relayed Box API error). `status`/`box_code` when known.
+
+    `attempts` > 1 means earlier attempts of the same call failed in transit (timeout, dropped
+    connection, 5xx), so a write may already have been applied: a 409 then can be our own write.
+    """
 
     code = "box_error"
 
@@ -72,11 +76,13 @@ class BoxToolError(BoxMemoryError):
         status: int | None = None,
         box_code: str | None = None,
         body: object = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.box_code = box_code
         self.body = body
+        self.attempts = attempts
 
 
 class LockBusy(BoxMemoryError):

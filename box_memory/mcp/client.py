@@ -664,12 +664,17 @@ class BoxMCPClient:
             token_used = self._token
             try:
                 return await op()
+            except BoxToolError as exc:
+                exc.attempts = attempt + 1
+                raise
             except _Unauthorized:
                 if refreshed:
                     raise AuthError(_AUTH_HINT) from None
                 refreshed = True
                 await self._refresh(token_used)
             except _Transient as problem:
+                if isinstance(problem.final, BoxToolError):
+                    problem.final.attempts = attempt + 1
                 if attempt >= retries:
                     raise problem.final from None
                 delay = self._backoff(attempt, problem.retry_after)

@@ -182,7 +182,16 @@ def test_409_conflicts_are_parsed(emu, delays, ids):
     assert (folder.value.status, folder.value.box_code) == (409, "item_name_in_use")
     assert conflicts(folder.value.body)[0]["id"] == notes_id
     assert "upload_file" in str(upload.value)
+    assert upload.value.attempts == 1
     assert delays == []
+
+
+def test_box_tool_error_counts_attempts(emu, delays):
+    """`attempts` > 1 tells a writer that an earlier try may have been applied before it failed."""
+    emu.configure(error_rate=1.0, error_kinds=("tool500",))
+    with client(emu, delays, max_retries=2) as box, pytest.raises(BoxToolError) as info:
+        box.call("who_am_i", {})
+    assert (info.value.status, info.value.attempts) == (500, 3)
 
 
 def test_not_found_is_a_final_box_tool_error(emu, delays):
