@@ -144,3 +144,12 @@ async def test_edits_behind_the_emulators_back_are_noticed(emu: Emulator) -> Non
     assert "new-outside.md" in [e["name"] for e in listing["entries"]]
     assert gone["status"] == 404
     assert "readme.txt" not in [e["name"] for e in relisted["entries"]]
+
+
+@pytest.mark.anyio
+async def test_text_of_a_source_over_50_mb_is_refused(emu: Emulator) -> None:
+    with (emu.root / "huge.txt").open("wb") as fh:
+        fh.truncate(50 * 1024 * 1024 + 1)  # sparse: cheap to make
+    async with connect(emu) as client:
+        error = await call_error(client, "get_file_content", file_id=emu.fs.id_for_path("huge.txt"))
+    assert error["status"] == 400 and "50 MB" in error["message"]

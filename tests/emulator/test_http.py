@@ -103,3 +103,13 @@ async def test_unauthorized_tool_calls_are_logged(emu: Emulator) -> None:
     assert emu.calls[-1].outcome == "unauthorized"
     assert emu.calls[-1].status == 401
     assert emu.counters["http_401"] >= 1
+
+
+@pytest.mark.anyio
+async def test_the_importable_fixture_serves_an_empty_box(emulator: Emulator) -> None:
+    assert emulator.running and emulator.url.startswith("http://127.0.0.1:")
+    assert emulator.token == "test-token"
+    async with connect(emulator) as client:
+        listing = await call(client, "list_folder_content_by_folder_id", folder_id="0")
+    assert listing == {"entries": [], "limit": 100, "next_marker": None}
+    assert [(c.name, c.ok) for c in emulator.calls] == [("list_folder_content_by_folder_id", True)]
