@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,17 @@ from box_memory.workspace import INDEX_NAME, Workspace
 LIVE = ("active", "draft", "held")
 STALE_TOLERANCE_S = 2.0
 SKIP_MD = {"README.md"}
+_CRASH_AT = os.environ.get("BOX_MEMORY_CRASH_AT", "")
+
+
+def crash_point(step: str) -> None:
+    """Test hook only: `BOX_MEMORY_CRASH_AT=<step>` SIGKILLs this process at that named step.
+
+    Crash-safety tests use it to stop a writer between two durable steps; unset it costs one
+    string comparison.
+    """
+    if _CRASH_AT and step == _CRASH_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _rank(e: dict[str, Any]) -> tuple[int, str]:
@@ -144,7 +157,13 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
     entries: list[dict[str, Any]] = []
     children: list[dict[str, Any]] = []
     for folder in ws.index_folders():
-        idx = updated.get(folder) or load_index(ws, folder)
+        try:
+            idx = updated.get(folder) or load_index(ws, folder)
+        except InvalidFile:
+            # A broken child index must not fail a write that is already committed: leave
+            # the rollup to lag (readers then fall back to the child indexes); index-rebuild
+            # reports and repairs it.
+            return {}
         if not idx.existed and folder not in updated:
             continue
         children.append(
@@ -225,6 +244,8 @@ def drift(ws: Workspace, idx: FolderIndex) -> list[str]:
     listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
     on_disk = {e.name for e in listing}
     indexed = {str(e.get("filename")) for e in idx.entries}
+    # Files a rebuild could not index (unparseable, duplicate id) are recorded, not drift.
+    indexed |= {str(o.get("filename")) for o in idx.data.get("orphans") or [] if isinstance(o, dict)}
     if on_disk - indexed:
         reasons.append(f"{len(on_disk - indexed)} file(s) in {idx.folder}/ are not in its index")
     if indexed - on_disk:

@@ -19,14 +19,13 @@ from box_memory.ids import (
 )
 from box_memory.index import (
     FolderIndex,
-    carry_over,
+    crash_point,
     drift,
     load_all,
     load_index,
     read_memory,
     refresh_rollup,
     save_index,
-    scan_folder,
 )
 from box_memory.model import (
     WRITABLE_STATUSES,
@@ -237,8 +236,9 @@ def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderInd
     """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
     idx = load_index(ws, folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
-        entries, _orphans = scan_folder(ws, folder)
-        idx.data["entries"] = carry_over(entries, idx.entries)
+        from box_memory.rebuild import rescan_folder
+
+        rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
         warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
     return idx
 
@@ -284,29 +284,43 @@ def commit_memory(
         old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
         old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
     path = join(folder, filename)
-    if old is not None and old.archive_to:
-        if path != old.located.path and ws.store.exists(path):
-            raise AlreadyExists(f"{path} already exists")
-        ws.store.write_bytes(old.located.path, old_raw)
-        ws.store.move(old.located.path, old.archive_to)
-        old_idx.remove(old.mem.id)
     data = frontmatter.render(meta, body).encode("utf-8")
-    while True:
-        try:
-            file_id = ws.store.create_bytes(path, data)
-            break
-        except AlreadyExists:
-            if rename is None:
-                raise
-            filename = rename(meta)
-            path = join(folder, filename)
-            data = frontmatter.render(meta, body).encode("utf-8")
+    # Crash safety: every step below leaves each file whole, old or new. The new memory exists
+    # before anything points at it or marks the old one superseded (index-rebuild completes an
+    # interrupted supersede), and before any index entry for it.
+    if old is not None and old.archive_to and path == old.located.path:
+        # The new memory takes the old one's name: keep a memory at that name at every instant.
+        # The superseded copy goes to the archive first, then one atomic replace swaps the bytes.
+        ws.store.write_bytes(old.archive_to, old_raw)
+        crash_point("write:old-archived")
+        file_id = ws.store.write_bytes(path, data)
+    else:
+        if old is not None and old.archive_to and ws.store.exists(path):
+            raise AlreadyExists(f"{path} already exists")
+        while True:
+            try:
+                file_id = ws.store.create_bytes(path, data)
+                break
+            except AlreadyExists:
+                if rename is None:
+                    raise
+                filename = rename(meta)
+                path = join(folder, filename)
+                data = frontmatter.render(meta, body).encode("utf-8")
+    crash_point("write:file-created")
     idx.upsert(
         index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=len(data))
     )
 
-    if old is not None and not old.archive_to:
+    if old is not None and old.archive_to:
+        if path != old.located.path:
+            ws.store.write_bytes(old.located.path, old_raw)
+            crash_point("write:old-rewritten")
+            ws.store.move(old.located.path, old.archive_to)
+        old_idx.remove(old.mem.id)
+    elif old is not None:
         old_file_id = ws.store.write_bytes(old.located.path, old_raw)
+        crash_point("write:old-rewritten")
         old_idx.upsert(
             index_entry(
                 old.mem,
@@ -317,7 +331,9 @@ def commit_memory(
         )
     for folder_idx in changed.values():
         save_index(ws, folder_idx)
+        crash_point("write:index-saved")
     refresh_rollup(ws, changed)
+    crash_point("write:rollup-saved")
     return Committed(path, filename, file_id)
 
 

@@ -1,0 +1,98 @@
+"""status: a read-only snapshot of the workspace. [/box-status]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
+from box_memory.cli.output import Outcome, escape, run
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status_cmd)
+
+
+def status_cmd(
+    check_indexes: Annotated[
+        bool,
+        typer.Option("--check-indexes", help="Also compare every index with its files (parses them all)."),
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Counts by team, kind and status; index health; recent memories; top tags; what next."""
+    o = opts(json_, quiet, verbose, workspace)
+
+    def go() -> Outcome:
+        from box_memory.status import workspace_status
+        from box_memory.workspace import open_workspace
+
+        data = workspace_status(open_workspace(o.workspace), check_indexes=check_indexes)
+        return Outcome(data, _lines(data), warnings=_warnings(data))
+
+    run("status", o, go)
+
+
+def _warnings(d: dict[str, Any]) -> list[str]:
+    h = d["index_health"]
+    out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
+    out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
+    out += [f"index conflict copy {c} (index-rebuild merges and archives it)" for c in h["conflict_copies"]]
+    if h["rollup"]["state"] != "ok":
+        out.append(f"rollup _index.json is {h['rollup']['state']}")
+    check = d.get("index_check")
+    if check and check["drift"]:
+        out.append(
+            f"index check: {check['added']} added, {check['removed']} removed, {check['changed']} changed"
+        )
+    if check and check["duplicate_ids"]:
+        out.append(f"index check: {len(check['duplicate_ids'])} duplicate memory id(s)")
+    return out
+
+
+def _lines(d: dict[str, Any]) -> list[str]:
+    w = d["workspace"]
+    t = d["totals"]
+    lines = [
+        f"[bold]box-memory workspace: {escape(str(w['name']))}[/bold]",
+        f"Root:      {escape(str(w['root']))}  ({w['backend']}, tier {w['tier']})",
+        f"Layout:    companions {w['companion_layout']}, default team {w['default_team']}",
+        "",
+        f"Memories:  {t['memories']}   companions: {t['companions']}   files: {t['files']}",
+    ]
+    if d["by_status"]:
+        lines.append("  by status: " + ", ".join(f"{k} {v}" for k, v in d["by_status"].items()))
+    if d["by_kind"]:
+        lines.append("  by kind:   " + ", ".join(f"{k} {v}" for k, v in d["by_kind"].items()))
+    lines.append("Teams:")
+    for name, row in d["teams"].items():
+        lines.append(
+            f"  {name:<16} {row['memories']} memories, {row['companions']} companions, {row['files']} files"
+        )
+    h = d["index_health"]
+    lines.append(
+        f"Index health: {'[green]ok[/green]' if h['ok'] else '[yellow]needs attention[/yellow]'}"
+        f" ({len(h['folders'])} folder indexes, rollup {h['rollup']['state']})"
+    )
+    for f in h["folders"]:
+        if f["drift"]:
+            lines.append(f"  drift: {f['folder']} - {'; '.join(f['drift'])}")
+    if h.get("lock"):
+        lk = h["lock"]
+        lines.append(
+            f"  lock held by {lk.get('writer')} (pid {lk.get('pid')}) for {lk['age_s']}s"
+            + (" - stale" if lk["stale"] else "")
+        )
+    if d["recent"]:
+        lines.append("Most recent:")
+        for e in d["recent"]:
+            lines.append(f"  - {escape(str(e['title']))} ({e['kind']}, {e['updated_at']}, {e['team']})")
+    if d["top_tags"]:
+        lines.append("Top tags: " + ", ".join(f"{x['tag']} {x['count']}" for x in d["top_tags"]))
+    lines.append("Next:")
+    lines += [f"  {escape(s)}" for s in d["next"]]
+    return lines

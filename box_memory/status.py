@@ -1,0 +1,226 @@
+"""`status`: a read-only snapshot of a workspace: counts, index health, recent memories, next steps.
+
+It reads the folder indexes (not the rollup, which may lag) and never writes. Health checks are
+cheap by default (one folder listing per index); `check_indexes` adds the full `index-rebuild
+--check` comparison, which parses every memory file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from typing import Any
+
+from box_memory.errors import InvalidFile, NotFound
+from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
+from box_memory.model import parse_time
+from box_memory.store.base import join
+from box_memory.workspace import INDEX_NAME, Workspace
+
+RECENT = 5
+TOP_TAGS = 5
+
+
+def binaries(ws: Workspace, folder: str) -> list[str]:
+    """Binary files in a files/ folder (not companions, indexes or hidden files)."""
+    return sorted(
+        e.name
+        for e in ws.store.list_dir(folder)
+        if not e.is_dir and not e.name.endswith(".md") and not e.name.startswith(("_index", "."))
+    )
+
+
+def read_indexes(ws: Workspace) -> tuple[list[FolderIndex], list[dict[str, Any]]]:
+    """Every folder index that exists and parses, plus the problems found on the way."""
+    good: list[FolderIndex] = []
+    problems: list[dict[str, Any]] = []
+    for folder in ws.index_folders():
+        try:
+            idx = load_index(ws, folder)
+        except InvalidFile as e:
+            problems.append({"folder": folder + "/", "problem": "unparseable", "detail": str(e)})
+            continue
+        if not idx.existed:
+            if ws.store.exists(folder):
+                problems.append({"folder": folder + "/", "problem": "missing", "detail": "no _index.json"})
+            continue
+        good.append(idx)
+    return good, problems
+
+
+def _lock_state(ws: Workspace) -> dict[str, Any] | None:
+    """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next writer)."""
+    from box_memory.store.local import LOCK_NAME, lock_settings
+
+    st = ws.store.stat(LOCK_NAME)
+    if st is None:
+        return None
+    body: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        import orjson
+
+        loaded = orjson.loads(ws.store.read_bytes(LOCK_NAME))
+        body = loaded if isinstance(loaded, dict) else {}
+    renewed = parse_time(body.get("renewed_at"))
+    last = max(renewed.timestamp() if renewed else 0.0, st.modified)
+    age = max(0.0, time.time() - last)
+    stale_after = lock_settings()[0]
+    return {
+        "writer": body.get("writer"),
+        "skill": body.get("skill"),
+        "pid": body.get("pid"),
+        "host": body.get("host"),
+        "age_s": round(age, 1),
+        "stale": age >= stale_after,
+    }
+
+
+def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
+    try:
+        roll = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
+    except NotFound:
+        return {"state": "missing"}
+    except InvalidFile as e:
+        return {"state": "unparseable", "detail": str(e)}
+    t = parse_time(roll.get("updated_at"))
+    newest = max((parse_time(i.updated_at) for i in indexes if parse_time(i.updated_at)), default=None)
+    total = sum(len(i.entries) for i in indexes)
+    lagging = (t is None or (newest is not None and newest > t)) or roll.get("entry_count") != total
+    return {"state": "lagging" if lagging else "ok", "updated_at": roll.get("updated_at"), "entries": total}
+
+
+def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str, Any]:
+    """Everything `status` reports, as data."""
+    from box_memory.rebuild import is_conflict_copy
+
+    indexes, problems = read_indexes(ws)
+    entries = [(idx, e) for idx in indexes for e in idx.entries]
+    by_status = Counter(str(e.get("status")) for _, e in entries)
+    by_kind = Counter(str(e.get("kind")) for _, e in entries)
+
+    teams: dict[str, dict[str, Any]] = {}
+    for t in ws.config.teams:
+        teams[t] = {"memories": 0, "companions": 0, "files": 0, "active": 0}
+    for idx in indexes:
+        team = ws.folder_team(idx.folder)
+        row = teams.setdefault(team, {"memories": 0, "companions": 0, "files": 0, "active": 0})
+        for e in idx.entries:
+            row["companions" if e.get("kind") == "companion" else "memories"] += 1
+            row["active"] += e.get("status") == "active"
+    for scope in ws.scopes():
+        files_folder = ws.files_folder(scope)
+        teams.setdefault(ws.folder_team(files_folder), {"memories": 0, "companions": 0, "files": 0})
+        teams[ws.folder_team(files_folder)]["files"] += len(binaries(ws, files_folder))
+
+    health: list[dict[str, Any]] = []
+    conflict_copies: list[str] = []
+    for idx in indexes:
+        listing = ws.store.list_dir(idx.folder)
+        reasons = drift(ws, idx)
+        copies = [join(idx.folder, e.name) for e in listing if not e.is_dir and is_conflict_copy(e.name)]
+        conflict_copies += copies
+        orphans = [o for o in idx.data.get("orphans") or [] if isinstance(o, dict)]
+        health.append(
+            {
+                "folder": idx.folder + "/",
+                "entries": len(idx.entries),
+                "updated_at": idx.updated_at,
+                "drift": reasons,
+                "orphans": len(orphans),
+                "conflict_copies": copies,
+            }
+        )
+    conflict_copies += [e.name for e in ws.store.list_dir("") if not e.is_dir and is_conflict_copy(e.name)]
+    rollup = _rollup_state(ws, indexes)
+    drifted = [h["folder"] for h in health if h["drift"]]
+
+    live = [e for _, e in entries if e.get("status") in LIVE]
+    recent = sorted(live, key=lambda e: str(e.get("updated_at") or ""), reverse=True)[:RECENT]
+    tags = Counter(str(t) for e in live for t in e.get("tags") or [])
+
+    data: dict[str, Any] = {
+        "workspace": {
+            "name": ws.name,
+            "root": ws.describe(),
+            "backend": ws.config.backend,
+            "tier": ws.config.data.get("tier") or "unknown",
+            "schema_version": ws.config.data.get("schema_version"),
+            "created_at": ws.config.data.get("created_at"),
+            "updated_at": ws.config.data.get("updated_at"),
+            "default_team": ws.config.settings.get("default_team"),
+            "companion_layout": ws.config.companion_layout,
+            "include_superseded_in_recall": bool(ws.config.settings.get("include_superseded_in_recall")),
+            "rebuild_index_on_drift": bool(ws.config.settings.get("rebuild_index_on_drift")),
+        },
+        "totals": {
+            "entries": len(entries),
+            "memories": sum(1 for _, e in entries if e.get("kind") != "companion"),
+            "companions": by_kind.get("companion", 0),
+            "files": sum(t.get("files", 0) for t in teams.values()),
+        },
+        "by_status": dict(sorted(by_status.items())),
+        "by_kind": dict(sorted(by_kind.items())),
+        "teams": teams,
+        "index_health": {
+            "folders": health,
+            "problems": problems,
+            "drifted": drifted,
+            "rollup": rollup,
+            "conflict_copies": conflict_copies,
+            "lock": _lock_state(ws) if ws.store.kind == "local" else None,
+            "ok": not (drifted or problems or conflict_copies) and rollup["state"] == "ok",
+        },
+        "recent": [
+            {k: e.get(k) for k in ("id", "title", "kind", "status", "team", "updated_at", "local_path")}
+            for e in recent
+        ],
+        "top_tags": [{"tag": t, "count": n} for t, n in tags.most_common(TOP_TAGS)],
+    }
+    if check_indexes:
+        from box_memory.rebuild import rebuild
+
+        report = rebuild(ws, check=True)
+        data["index_check"] = {
+            "drift": report["drift"],
+            "added": len(report["diff"]["added"]),
+            "removed": len(report["diff"]["removed"]),
+            "changed": len(report["diff"]["changed"]),
+            "orphans": report["orphans"],
+            "duplicate_ids": report["duplicate_ids"],
+            "slug_conflicts": report["slug_conflicts"],
+            "interrupted_supersedes": report["interrupted_supersedes"],
+            "stale_companions": report["stale_companions"],
+            "rollup": report["rollup"],
+        }
+        data["index_health"]["ok"] = data["index_health"]["ok"] and not (
+            report["drift"] or report["duplicate_ids"]
+        )
+    data["next"] = next_steps(data)
+    return data
+
+
+def next_steps(data: dict[str, Any]) -> list[str]:
+    """What to run next, most useful first."""
+    out: list[str] = []
+    health = data["index_health"]
+    check = data.get("index_check") or {}
+    lock = health.get("lock")
+    if lock and lock.get("stale"):
+        out.append("a stale write lock is present; the next write takes it over (or run index-rebuild)")
+    if health["drifted"] or health["problems"] or health["conflict_copies"] or check.get("drift"):
+        target = health["drifted"][0] if len(health["drifted"]) == 1 and not health["problems"] else ""
+        out.append(f"box-memory index-rebuild {target}".rstrip())
+    elif health["rollup"]["state"] != "ok":
+        out.append("box-memory index-rebuild  (the rollup is behind its folder indexes)")
+    if check.get("duplicate_ids"):
+        out.append("resolve duplicate memory ids by hand (see index-rebuild --check), then index-rebuild")
+    if check.get("stale_companions"):
+        out.append("box-memory companion --stale  (then regenerate the stale companions)")
+    if not data["totals"]["entries"]:
+        out.append('box-memory write "..." --title "..."  (save the first memory)')
+    else:
+        out.append('box-memory recall "<query>"')
+    if not check:
+        out.append("box-memory status --check-indexes  (full comparison of indexes and files)")
+    return out
