@@ -1,0 +1,111 @@
+"""Full-text search over imported Box documents, for recall's "Box Brain (source-backed)" section.
+
+Read-only and offline: sqlite3 only (no mcp/httpx import), the store opened read-only, nothing
+created when no store exists. Entries of sources that belong to another workspace are left out;
+sources synced without a workspace are shared by all.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+SECTION = "Box Brain (source-backed)"
+LIMIT = 8
+_WORD = re.compile(r"\w+")
+_STOP = frozenset(
+    [
+        "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how", "in",
+        "is", "it", "of", "on", "or", "that", "the", "this", "to", "was", "we", "were", "what", "when",
+        "where", "which", "who", "why", "with"
+    ]
+)  # fmt: skip
+
+
+def _terms(query: str) -> list[str]:
+    words = [w for w in _WORD.findall(query.lower()) if len(w) > 1 or w.isdigit()]
+    kept = [w for w in words if w not in _STOP]
+    return list(dict.fromkeys(kept or words))[:24]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error:
+        db = sqlite3.connect(path, timeout=5.0)  # WAL side files missing and not creatable read-only
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def search(
+    query: str, *, limit: int = LIMIT, workspace: str | None = None, path: Path | None = None
+) -> list[dict[str, Any]]:
+    """At most `limit` imported documents matching `query`, best first, each with its Box URL."""
+    if path is None:
+        from box_memory.paths import user_dirs
+
+        path = user_dirs().brain_db
+    terms = _terms(query)
+    if not terms or limit < 1 or not path.exists():
+        return []
+    match = " OR ".join(f'"{t}"' for t in terms)
+    scope = "(s.workspace = '' OR s.workspace = ?)" if workspace else "1 = 1"
+    args: list[Any] = [match, *([workspace] if workspace else []), limit]
+    # `scope` is one of two constant strings; every value is bound.
+    sql = (
+        "SELECT i.box_id, i.name, i.path, i.url, i.status, i.modified_at, i.indexed_at, s.id AS source_id, "  # noqa: S608
+        "s.kind, s.root, bm25(entries_fts, 6.0, 2.0, 1.0) AS rank, "
+        "snippet(entries_fts, 2, '', '', '…', 30) AS excerpt "
+        "FROM entries_fts JOIN items i ON i.id = entries_fts.rowid JOIN sources s ON s.id = i.source_id "
+        f"WHERE entries_fts MATCH ? AND {scope} AND i.status IN ('indexed', 'metadata_only') "
+        "ORDER BY rank LIMIT ?"
+    )
+    try:
+        db = _connect(path)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = list(db.execute(sql, args))
+        exact: list[sqlite3.Row] = []
+        if query.strip().isdigit():
+            exact = list(
+                db.execute(
+                    "SELECT i.box_id, i.name, i.path, i.url, i.status, i.modified_at, i.indexed_at, "  # noqa: S608
+                    "s.id AS source_id, s.kind, s.root, -1000.0 AS rank, substr(e.body, 1, 200) AS excerpt "
+                    "FROM items i JOIN entries e ON e.item_id = i.id JOIN sources s ON s.id = i.source_id "
+                    f"WHERE i.box_id = ? AND {scope}",
+                    [query.strip(), *([workspace] if workspace else [])],
+                )
+            )
+    except sqlite3.Error:
+        return []  # no brain tables yet, or a store from a newer version: recall goes on without it
+    finally:
+        db.close()
+    hits: list[dict[str, Any]] = []
+    seen: set[tuple[int, str]] = set()
+    for r in [*exact, *rows]:
+        key = (r["source_id"], r["box_id"])
+        if key in seen:
+            continue
+        seen.add(key)
+        label = f"box:{r['root']}" if r["kind"] == "box" else f"path:{r['root']}"
+        hits.append(
+            {
+                "section": SECTION,
+                "box_id": r["box_id"],
+                "name": r["name"],
+                "path": r["path"],
+                "url": r["url"],
+                "status": r["status"],
+                "modified_at": r["modified_at"],
+                "indexed_at": r["indexed_at"],
+                "source": label,
+                "source_id": r["source_id"],
+                "score": round(-float(r["rank"]), 3),
+                "excerpt": " ".join((r["excerpt"] or "").split()),
+            }
+        )
+    return hits[:limit]

@@ -1,0 +1,472 @@
+"""brain-sync and the `brain` group: the Box Brain from the command line (spec brain-sync.md).
+
+Cron friendly: one summary line per source on stdout, details in `--json`, a progress bar only on
+a terminal (rich imported only then), exit 0 for completed/partial/skipped runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
+from box_memory.cli.output import Outcome, escape, run
+
+brain_app = typer.Typer(
+    name="brain",
+    help="Inspect and act on the Box Brain (imported Box documents and review candidates).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+SourceOpt = Annotated[
+    str | None, typer.Option("--source", "-s", help="Source id, box:<folder_id> or folder path.")
+]
+LimitOpt = Annotated[int, typer.Option("--limit", "-n", help="At most N rows.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("brain-sync")(brain_sync_cmd)
+    app.add_typer(brain_app, name="brain")
+
+
+# ---------------------------------------------------------------------------------------------
+# progress
+
+
+class _Bar:
+    """A rich progress bar on stderr, created on first use (rich is imported only on a terminal)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+        self._phase = ""
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self._progress.start()
+        label = "listing" if phase == "crawl" else "fetching"
+        if phase != self._phase:
+            self._phase = phase
+            self._task = self._progress.add_task(label, total=total)
+        self._progress.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# brain-sync
+
+
+def brain_sync_cmd(
+    folder_id: Annotated[
+        str | None, typer.Option("--folder-id", help="Box folder id to import (0 = the whole account).")
+    ] = None,
+    path: Annotated[
+        Path | None, typer.Option("--path", help="Local (Box Drive) folder to import instead.")
+    ] = None,
+    max_items: Annotated[
+        int | None, typer.Option("--max-items", help="Files per run (default 200, 1..10000; saved).")
+    ] = None,
+    interval: Annotated[
+        int | None, typer.Option("--interval", help="Minutes between runs for --if-due (default 60; saved).")
+    ] = None,
+    if_due: Annotated[bool, typer.Option("--if-due", help="Run only when the interval has passed.")] = False,
+    content: Annotated[
+        bool | None, typer.Option("--content/--no-content", help="Import document text (default on; saved).")
+    ] = None,
+    ai_summaries: Annotated[
+        bool | None,
+        typer.Option("--ai-summaries/--no-ai-summaries", help="Box AI summaries, at most 5 per run (saved)."),
+    ] = None,
+    max_content_chars: Annotated[
+        int | None, typer.Option("--max-content-chars", help="Text kept per file (default 10000; saved).")
+    ] = None,
+    review: Annotated[
+        bool | None,
+        typer.Option("--review/--no-review", help="Propose review candidates (default on; saved)."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Import one Box folder (or Box Drive folder) into the Box Brain; no folder: every due source."""
+    o = opts(json_, quiet, verbose, workspace)
+
+    def go() -> Outcome:
+        from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
+
+        bar = _Bar() if (sys.stderr.isatty() and not json_ and not quiet) else None
+        try:
+            report = brain_sync(
+                SyncRequest(
+                    folder_id=folder_id,
+                    path=path,
+                    workspace=workspace,
+                    max_items=max_items,
+                    interval=interval,
+                    include_content=content,
+                    ai_summaries=ai_summaries,
+                    max_content_chars=max_content_chars,
+                    review=review,
+                    if_due=if_due,
+                ),
+                SyncOptions(progress=bar),
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        runs = [r.to_dict() for r in report.runs]
+        totals: dict[str, int] = {}
+        for r in report.runs:
+            for k, v in r.counts.items():
+                totals[k] = totals.get(k, 0) + v
+        warnings = [*report.warnings, *(w for r in report.runs for w in r.warnings)]
+        errors = [
+            {"code": r.error_code or "failed", "message": f"{r.source.label}: {r.error}"}
+            for r in report.runs
+            if r.status == "failed"
+        ]
+        lines = [escape(r.summary()) for r in report.runs]
+        if verbose:
+            for r in report.runs:
+                lines += [f"  incomplete: {escape(x)}" for x in r.reasons]
+        return Outcome(
+            {"runs": runs, "counts": totals, "status": report.status},
+            lines,
+            warnings=warnings,
+            status=report.status,
+            exit_code=report.exit_code,
+            errors=errors,
+        )
+
+    run("brain-sync", o, go)
+
+
+# ---------------------------------------------------------------------------------------------
+# brain group
+
+
+def _store(create: bool = False) -> Any:
+    from box_memory.brain.store import BrainStore, default_path
+
+    if not create and not default_path().exists():
+        return None
+    return BrainStore(create=True)
+
+
+def _source_id(store: Any, ref: str | None) -> int | None:
+    return None if ref is None or store is None else int(store.find_source(ref).id)
+
+
+def _limit(n: int) -> int:
+    from box_memory.errors import InvalidInput
+
+    if n < 1:
+        raise InvalidInput("--limit must be at least 1")
+    return n
+
+
+def _cand_id(text: str) -> int:
+    from box_memory.errors import InvalidInput
+
+    raw = text.strip().removeprefix("#")
+    if not raw.isdigit():
+        raise InvalidInput(f"review candidate ids are numbers (see `box-memory brain review`), not {text!r}")
+    return int(raw)
+
+
+@brain_app.command("status")
+def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
+    """Sources, their settings, last runs and item counts."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.brain.store import default_path
+        from box_memory.brain.sync import is_due
+
+        path = default_path()
+        store = _store()
+        data: dict[str, Any] = {"store": str(path), "exists": store is not None, "sources": []}
+        if store is None:
+            return Outcome(
+                data, ["No Box Brain yet - run `box-memory brain-sync --folder-id ID` or `--path DIR`."]
+            )
+        with store:
+            import datetime as dt
+
+            now = dt.datetime.now(dt.UTC)
+            rows = []
+            for s in store.sources():
+                due, due_at = is_due(s, now)
+                info = s.to_dict()
+                info["items"] = store.item_counts(s.id)
+                info["due"] = due
+                info["next_due_at"] = (
+                    due_at.isoformat(timespec="seconds").replace("+00:00", "Z") if due_at else None
+                )
+                info["proposed_candidates"] = len(
+                    store.candidates(status="proposed", source_id=s.id, limit=10000)
+                )
+                data["sources"].append(info)
+                rows.append(
+                    [
+                        str(s.id),
+                        escape(s.label),
+                        s.last_run_status or "-",
+                        str(info["items"]["entries"]),
+                        str(info["items"]["deleted"]),
+                        str(info["proposed_candidates"]),
+                        s.last_run_at or "-",
+                        escape(s.last_error or ""),
+                    ]
+                )
+        data["size_bytes"] = path.stat().st_size
+        lines = [f"Box Brain store: {escape(str(path))}"]
+        table = (
+            ["id", "source", "last run", "entries", "deleted", "to review", "last run at", "last error"],
+            rows,
+        )
+        return Outcome(data, lines, table=table)
+
+    run("brain status", o, go)
+
+
+@brain_app.command("runs")
+def runs_cmd(
+    source: SourceOpt = None,
+    limit: LimitOpt = 20,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Recent runs, newest first."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        store = _store()
+        if store is None:
+            return Outcome({"runs": []}, ["No runs yet."])
+        with store:
+            rows = store.runs(source_id=_source_id(store, source), limit=_limit(limit))
+        table_rows = [
+            [
+                str(r["id"]),
+                str(r["source_id"]),
+                r["status"],
+                r["started_at"],
+                str(r["counts"].get("indexed", "-")),
+                str(r["counts"].get("unchanged", "-")),
+                str(r["counts"].get("deleted", "-")),
+                escape(r["error"] or "; ".join(r["reasons"])),
+            ]
+            for r in rows
+        ]
+        return Outcome(
+            {"runs": rows},
+            table=(
+                ["run", "source", "status", "started", "indexed", "unchanged", "deleted", "notes"],
+                table_rows,
+            ),
+        )
+
+    run("brain runs", o, go)
+
+
+@brain_app.command("items")
+def items_cmd(
+    source: SourceOpt = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="indexed, metadata_only, skipped or deleted.")
+    ] = None,
+    limit: LimitOpt = 100,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Imported items (one row per Box file and source)."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.brain.store import ITEM_STATUSES
+        from box_memory.errors import InvalidInput
+
+        if status is not None and status not in ITEM_STATUSES:
+            raise InvalidInput(
+                f"unknown item status {status!r} (expected one of: {', '.join(ITEM_STATUSES)})"
+            )
+        store = _store()
+        if store is None:
+            return Outcome({"items": []}, ["No items yet."])
+        with store:
+            rows = store.item_rows(source_id=_source_id(store, source), status=status, limit=_limit(limit))
+        table_rows = [
+            [
+                str(r["source_id"]),
+                escape(r["box_id"]),
+                r["status"],
+                escape(r["path"] or r["name"] or ""),
+                escape(r["error"] or r["reason"] or ""),
+            ]
+            for r in rows
+        ]
+        return Outcome({"items": rows}, table=(["source", "id", "status", "path", "note"], table_rows))
+
+    run("brain items", o, go)
+
+
+@brain_app.command("review")
+def review_cmd(
+    source: SourceOpt = None,
+    status: Annotated[
+        str, typer.Option("--status", help="proposed (default), accepted, rejected or all.")
+    ] = "proposed",
+    limit: LimitOpt = 100,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Review candidates proposed by brain-sync (accept or reject them by id)."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.brain.store import CANDIDATE_STATUSES
+        from box_memory.errors import InvalidInput
+
+        if status != "all" and status not in CANDIDATE_STATUSES:
+            raise InvalidInput(f"unknown candidate status {status!r} (proposed, accepted, rejected or all)")
+        store = _store()
+        if store is None:
+            return Outcome({"candidates": []}, ["Nothing to review."])
+        with store:
+            rows = store.candidates(
+                status=None if status == "all" else status,
+                source_id=_source_id(store, source),
+                limit=_limit(limit),
+            )
+        lines: list[str] = []
+        for c in rows:
+            lines.append(
+                f"[bold]#{c['id']}[/bold] {c['kind']} ({c['confidence']:g}) {c['status']}: "
+                f"{escape(c['title'])}"
+            )
+            lines.append(f"    {escape(c['rationale'])}")
+            for ev in c["evidence"][:2]:
+                where = ev.get("url") or ev.get("memory_id") or ""
+                name = ev.get("file") or ev.get("memory_title") or ""
+                lines.append(f'    [dim]{escape(name)} {escape(where)}: "{escape(ev["excerpt"])}"[/dim]')
+        if not rows:
+            lines.append("Nothing to review.")
+        return Outcome({"candidates": rows}, lines)
+
+    run("brain review", o, go)
+
+
+@brain_app.command("accept")
+def accept_cmd(
+    cand_id: Annotated[str, typer.Argument(metavar="ID", help="Candidate id from `brain review`.")],
+    team: Annotated[str | None, typer.Option("--team", help="Team folder to write into.")] = None,
+    workspace: WorkspaceOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Accept a candidate: write it as an append-only memory (a conflict supersedes the old one)."""
+    o = opts(json_, quiet, verbose, workspace)
+
+    def go() -> Outcome:
+        from box_memory.brain.review import accept
+        from box_memory.errors import NotFound
+        from box_memory.workspace import open_workspace
+
+        number = _cand_id(cand_id)
+        ws = open_workspace(o.workspace)
+        store = _store()
+        if store is None:
+            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
+        with store:
+            res = accept(store, number, ws, team=team)
+        mem = res["memory"]
+        mem.pop("warnings", None)
+        lines = [f"Accepted #{number}: wrote [bold]{mem['id']}[/bold] {mem['kind']} '{escape(mem['title'])}'"]
+        lines.append(f"  file: {mem['file']}")
+        if mem.get("supersedes"):
+            lines.append(f"  supersedes: {mem['supersedes']}")
+        return Outcome(res, lines)
+
+    run("brain accept", o, go)
+
+
+@brain_app.command("reject")
+def reject_cmd(
+    cand_id: Annotated[str, typer.Argument(metavar="ID", help="Candidate id from `brain review`.")],
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Reject a candidate: nothing is written, and it is not proposed again."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.brain.review import reject
+        from box_memory.errors import NotFound
+
+        number = _cand_id(cand_id)
+        store = _store()
+        if store is None:
+            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
+        with store:
+            res = reject(store, number)
+        return Outcome(res, [f"Rejected #{number}."])
+
+    run("brain reject", o, go)
+
+
+@brain_app.command("purge")
+def purge_cmd(
+    source: Annotated[
+        str, typer.Argument(metavar="SOURCE", help="Source id, box:<folder_id> or folder path.")
+    ],
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Forget a source: its entries, items, runs and candidates (Box itself is never touched)."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.errors import NotFound
+
+        store = _store()
+        if store is None:
+            raise NotFound(f"no Box Brain source {source!r} (no Box Brain store yet)")
+        with store:
+            src = store.find_source(source)
+            removed = store.purge_source(src)
+        data = {"source": src.to_dict(), "removed": removed}
+        return Outcome(
+            data,
+            [
+                f"Purged {escape(src.label)} (source {src.id}): {removed['entries']} entries, "
+                f"{removed['items']} items, "
+                f"{removed['runs']} runs, {removed['candidates']} candidates"
+            ],
+        )
+
+    run("brain purge", o, go)

@@ -1,0 +1,26 @@
+"""Fixtures for brain-sync: a real emulator over HTTP on 127.0.0.1, the real CLI, a real SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from box_memory.emulator.testing import Emulator, running_emulator
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Path:
+    root = tmp_path / "box"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def emu(box: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """The emulator serving `box`, with BOX_MCP_URL / BOX_ACCESS_TOKEN pointing at it."""
+    with running_emulator(box, retry_after_s=0) as running:
+        monkeypatch.setenv("BOX_MCP_URL", running.url)
+        monkeypatch.setenv("BOX_ACCESS_TOKEN", running.token)
+        yield running
