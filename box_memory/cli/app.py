@@ -34,9 +34,17 @@ def _root(
 
 
 def _register() -> None:
-    from box_memory.cli import brain_cmd, companion_cmd, index_cmds, memory_cmds, status_cmd, team_cmd
+    from box_memory.cli import (
+        brain_cmd,
+        companion_cmd,
+        index_cmds,
+        memory_cmds,
+        serve_cmd,
+        status_cmd,
+        team_cmd,
+    )
 
-    for module in (memory_cmds, companion_cmd, index_cmds, status_cmd, team_cmd, brain_cmd):
+    for module in (memory_cmds, companion_cmd, index_cmds, status_cmd, team_cmd, brain_cmd, serve_cmd):
         module.register(app)
 
 
