@@ -311,7 +311,10 @@ def _cand(
         "url": doc.url,
         "memory_kind": memory_kind,
         "supersedes": supersedes,
-        "fingerprint": fingerprint(kind, doc.box_id, doc.version, statement, supersedes),
+        # What was found, not how it is worded: a rename of the same version proposes nothing new.
+        "fingerprint": fingerprint(
+            kind, doc.box_id, doc.version, supersedes, *(e["excerpt"] for e in evidence)
+        ),
     }
 
 

@@ -388,7 +388,8 @@ class BrainStore:
         self, *, source_id: int | None = None, status: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
         sql = "SELECT * FROM items"
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if source_id is not None:
             where.append("source_id = ?")
             args.append(source_id)
@@ -621,7 +622,7 @@ class BrainStore:
                 now_iso(),
             ),
         )
-        return int(cur.lastrowid) if cur.rowcount else None
+        return int(cur.lastrowid) if cur.rowcount and cur.lastrowid is not None else None
 
     @staticmethod
     def _candidate(row: sqlite3.Row) -> dict[str, Any]:
@@ -633,7 +634,8 @@ class BrainStore:
         self, *, status: str | None = "proposed", source_id: int | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
         sql = "SELECT * FROM candidates"
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if status is not None:
             where.append("status = ?")
             args.append(status)
