@@ -12,12 +12,13 @@ import orjson
 from box_memory import frontmatter
 from box_memory.errors import BoxMemoryError, InvalidFile, NotFound
 from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
-from box_memory.store.base import join
+from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
 
 LIVE = ("active", "draft", "held")
 STALE_TOLERANCE_S = 2.0
 SKIP_MD = {"README.md"}
+DUMP_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _CRASH_AT = os.environ.get("BOX_MEMORY_CRASH_AT", "")
 
 
@@ -38,32 +39,27 @@ def _rank(e: dict[str, Any]) -> tuple[int, str]:
 
 def build_maps(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """All seven maps. 1:1 maps keep the preferred entry (live, then newest) for a shared key."""
-    by_id: dict[str, int] = {}
-    best: dict[str, dict[str, tuple[tuple[int, str], str]]] = {"slug": {}, "wiki": {}, "comp": {}}
     by_kind: dict[str, list[str]] = {}
     by_tag: dict[str, list[str]] = {}
     by_status: dict[str, list[str]] = {}
+    by_id: dict[str, int] = {}
     for pos, e in enumerate(entries):
-        mid = str(e.get("id"))
+        mid = e["id"]
         by_id[mid] = pos
-        r = _rank(e)
-        for key, val in (("slug", e.get("slug")), ("wiki", e.get("title")), ("comp", e.get("companion_for"))):
-            if val:
-                cur = best[key].get(str(val))
-                if cur is None or r >= cur[0]:
-                    best[key][str(val)] = (r, mid)
-        by_kind.setdefault(str(e.get("kind")), []).append(mid)
-        for t in e.get("tags") or []:
-            by_tag.setdefault(str(t), []).append(mid)
-        by_status.setdefault(str(e.get("status")), []).append(mid)
+        by_kind.setdefault(e.get("kind"), []).append(mid)  # type: ignore[arg-type]
+        by_status.setdefault(e.get("status"), []).append(mid)  # type: ignore[arg-type]
+        for t in e.get("tags") or ():
+            by_tag.setdefault(t, []).append(mid)
+    # Later assignments win: order by preference so the preferred entry is written last.
+    ranked = sorted(entries, key=_rank)
     return {
         "by_id": by_id,
-        "by_slug": {k: v[1] for k, v in best["slug"].items()},
-        "by_wikilink": {k: v[1] for k, v in best["wiki"].items()},
+        "by_slug": {e["slug"]: e["id"] for e in ranked if e.get("slug")},
+        "by_wikilink": {e["title"]: e["id"] for e in ranked if e.get("title")},
         "by_kind": by_kind,
         "by_tag": by_tag,
         "by_status": by_status,
-        "by_companion_for": {k: v[1] for k, v in best["comp"].items()},
+        "by_companion_for": {str(e["companion_for"]): e["id"] for e in ranked if e.get("companion_for")},
     }
 
 
@@ -72,6 +68,8 @@ class FolderIndex:
     folder: str  # workspace-relative, no trailing slash
     data: dict[str, Any] = field(default_factory=dict)
     existed: bool = True
+    _appended: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    _dirty: bool = field(default=False, repr=False)
 
     @property
     def entries(self) -> list[dict[str, Any]]:
@@ -92,17 +90,25 @@ class FolderIndex:
         return None
 
     def upsert(self, entry: dict[str, Any]) -> None:
-        pos = next((i for i, e in enumerate(self.entries) if e.get("id") == entry["id"]), None)
-        if pos is None:
-            pos_map = (self.data.get("by_id") or {}).get(entry["id"])
-            pos = pos_map if isinstance(pos_map, int) and pos_map < len(self.entries) else None
-        if pos is not None and self.entries[pos].get("id") == entry["id"]:
+        pos_map = (self.data.get("by_id") or {}).get(entry["id"])
+        if (
+            isinstance(pos_map, int)
+            and pos_map < len(self.entries)
+            and self.entries[pos_map].get("id") == entry["id"]
+        ):
+            pos: int | None = pos_map
+        else:
+            pos = next((i for i, e in enumerate(self.entries) if e.get("id") == entry["id"]), None)
+        if pos is not None:
             self.entries[pos] = entry
+            self._dirty = True
         else:
             self.entries.append(entry)
+            self._appended.append(entry)
 
     def remove(self, mem_id: str) -> None:
         self.data["entries"] = [e for e in self.entries if e.get("id") != mem_id]
+        self._dirty = True
 
     def finalize(self, tier: str | None = None) -> None:
         d = self.data
@@ -113,10 +119,53 @@ class FolderIndex:
         if tier is not None:
             d.setdefault("tier", tier)
         d["entry_count"] = len(self.entries)
-        d.update(build_maps(self.entries))
+        if not self._append_maps():
+            d.update(build_maps(self.entries))
+        self._appended = []
+        self._dirty = False
+
+    def _append_maps(self) -> bool:
+        """Extend the loaded maps for entries only appended (a plain write): no full rebuild.
+
+        Used only when the loaded maps are provably in step with the loaded entries; anything
+        else (replaced or removed entries, entries set wholesale) rebuilds every map.
+        """
+        new = self._appended
+        d = self.data
+        by_id = d.get("by_id")
+        n_old = len(self.entries) - len(new)
+        if self._dirty or not new or not isinstance(by_id, dict) or len(by_id) != n_old:
+            return False
+        if any(a is not b for a, b in zip(new, self.entries[n_old:], strict=True)):
+            return False
+        if n_old and by_id.get(self.entries[n_old - 1].get("id")) != n_old - 1:
+            return False
+        maps = {k: d.get(k) for k in INDEX_MAPS}
+        if any(not isinstance(m, dict) for m in maps.values()):
+            return False
+        for pos, e in enumerate(new, start=n_old):
+            mid = e["id"]
+            by_id[mid] = pos
+            maps["by_kind"].setdefault(e.get("kind"), []).append(mid)
+            maps["by_status"].setdefault(e.get("status"), []).append(mid)
+            for t in e.get("tags") or ():
+                maps["by_tag"].setdefault(t, []).append(mid)
+            for name, key in (
+                ("by_slug", "slug"),
+                ("by_wikilink", "title"),
+                ("by_companion_for", "companion_for"),
+            ):
+                val = e.get(key)
+                if not val:
+                    continue
+                holder = maps[name].get(str(val))
+                hpos = by_id.get(holder) if holder else None
+                if hpos is None or _rank(e) >= _rank(self.entries[hpos]):
+                    maps[name][str(val)] = mid
+        return True
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps(self.data, option=orjson.OPT_INDENT_2)
+        return orjson.dumps(self.data, option=DUMP_OPTS)
 
 
 def parse_index(raw: bytes, where: str) -> dict[str, Any]:
@@ -128,7 +177,7 @@ def parse_index(raw: bytes, where: str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
         raise InvalidFile(f"{where} is not a box-memory index; run `box-memory index-rebuild`")
-    if any(not isinstance(e, dict) for e in data.get("entries", [])):
+    if any(not isinstance(e, dict) or not isinstance(e.get("id"), str) for e in data.get("entries", [])):
         raise InvalidFile(f"{where} has malformed entries; run `box-memory index-rebuild`")
     return data
 
@@ -151,50 +200,92 @@ def load_all(ws: Workspace) -> list[FolderIndex]:
     return [load_index(ws, f) for f in ws.index_folders()]
 
 
+LAZY_ROLLUP_BYTES = 1024 * 1024
+ROLLUP_MAX_LAG_S = 60.0
+
+
+def rollup_may_lag(ws: Workspace) -> bool:
+    """A write may leave a large rollup for a later refresh (format spec: it may lag lazily).
+
+    Only when the rollup is big (re-serialising it would dominate the write) and was refreshed
+    less than ROLLUP_MAX_LAG_S ago; readers see it is older than a child index and fall back to
+    the child indexes, and `index-rebuild` refreshes it.
+    """
+    import time
+
+    st = ws.store.stat(INDEX_NAME)
+    return st is not None and st.size > LAZY_ROLLUP_BYTES and time.time() - st.modified < ROLLUP_MAX_LAG_S
+
+
 def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None) -> dict[str, Any]:
-    """Rewrite `<root>/_index.json` over every child index (in-memory copies for `updated`)."""
+    """Rewrite `<root>/_index.json` over every child index.
+
+    With `updated` (a write that changed those folder indexes, under the lock), the other
+    folders' entries come from the current rollup when it is at least as new as their indexes,
+    so a write reads one big JSON file instead of every child index again.
+    """
     updated = updated or {}
+    old: dict[str, Any] = {}
+    if updated:
+        try:
+            old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
+        except (NotFound, InvalidFile):
+            old = {}
+    old_children = {c.get("folder_path"): c for c in old.get("child_indexes") or [] if isinstance(c, dict)}
+    old_time = parse_time(old.get("updated_at"))
+    old_by_folder: dict[str, list[dict[str, Any]]] = {}
+    for e in old.get("entries") or []:
+        old_by_folder.setdefault(str(e.get("folder_path")), []).append(e)
+
+    def reusable(folder: str) -> bool:
+        # The rollup's copy of a child is current when that child's file has not changed since.
+        if old_time is None or folder + "/" not in old_children:
+            return False
+        st = ws.store.stat(join(folder, INDEX_NAME))
+        return st is not None and st.modified < old_time.timestamp()
+
     entries: list[dict[str, Any]] = []
     children: list[dict[str, Any]] = []
     for folder in ws.index_folders():
-        try:
-            idx = updated.get(folder) or load_index(ws, folder)
-        except InvalidFile:
-            # A broken child index must not fail a write that is already committed: leave
-            # the rollup to lag (readers then fall back to the child indexes); index-rebuild
-            # reports and repairs it.
-            return {}
-        if not idx.existed and folder not in updated:
-            continue
+        key = folder + "/"
+        if folder in updated:
+            idx = updated[folder]
+            folder_entries = [{**e, "folder_path": key} for e in idx.entries]
+        elif reusable(folder):
+            idx = FolderIndex(folder, {k: v for k, v in old_children[key].items() if k != "folder_path"})
+            folder_entries = old_by_folder.get(key, [])
+        else:
+            try:
+                idx = load_index(ws, folder)
+            except InvalidFile:
+                # A broken child index must not fail a write that is already committed: leave
+                # the rollup to lag (readers then fall back to the child indexes); index-rebuild
+                # reports and repairs it.
+                return {}
+            if not idx.existed:
+                continue
+            folder_entries = [{**e, "folder_path": key} for e in idx.entries]
         children.append(
             {
-                "folder_path": folder + "/",
+                "folder_path": key,
                 "folder_id": idx.data.get("folder_id"),
                 "index_file_id": idx.data.get("index_file_id"),
+                "updated_at": idx.data.get("updated_at"),
             }
         )
-        for e in idx.entries:
-            entries.append({**e, "folder_path": folder + "/"})
-    old: dict[str, Any] = {}
-    try:
-        old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
-    except (NotFound, InvalidFile):
-        old = {}
-    roll = {k: v for k, v in old.items() if k not in (*INDEX_MAPS, "entries", "child_indexes")}
-    roll.update(
-        {
-            "version": 1,
-            "folder_id": ws.config.folder_ids.get("root"),
-            "folder_path": "",
-            "updated_at": now_iso(),
-            "tier": ws.config.data.get("tier") or "unknown",
-            "entry_count": len(entries),
-            "entries": entries,
-            **build_maps(entries),
-            "child_indexes": children,
-        }
-    )
-    ws.store.write_bytes(INDEX_NAME, orjson.dumps(roll, option=orjson.OPT_INDENT_2))
+        entries.extend(folder_entries)
+    roll = {
+        "version": 1,
+        "folder_id": ws.config.folder_ids.get("root"),
+        "folder_path": "",
+        "updated_at": now_iso(),
+        "tier": ws.config.data.get("tier") or "unknown",
+        "entry_count": len(entries),
+        "entries": entries,
+        **build_maps(entries),
+        "child_indexes": children,
+    }
+    ws.store.write_bytes(INDEX_NAME, orjson.dumps(roll, option=DUMP_OPTS))
     return roll
 
 
@@ -238,10 +329,17 @@ def scan_folder(ws: Workspace, folder: str) -> tuple[list[dict[str, Any]], list[
     return entries, orphans
 
 
-def drift(ws: Workspace, idx: FolderIndex) -> list[str]:
-    """Why this folder index may be stale (empty when it looks current)."""
+def drift(ws: Workspace, idx: FolderIndex, *, quick: bool = False) -> list[str]:
+    """Why this folder index may be stale (empty when it looks current).
+
+    `quick` compares only the set of file names (no per-file times): what a write needs to pick a
+    free slug and keep the index complete, at a fraction of the cost on a large folder.
+    """
     reasons: list[str] = []
-    listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
+    if quick:
+        listing = [Entry(n, False) for n in ws.store.list_names(idx.folder) if is_memory_file(n)]
+    else:
+        listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
     on_disk = {e.name for e in listing}
     indexed = {str(e.get("filename")) for e in idx.entries}
     # Files a rebuild could not index (unparseable, duplicate id) are recorded, not drift.
@@ -251,7 +349,7 @@ def drift(ws: Workspace, idx: FolderIndex) -> list[str]:
     if indexed - on_disk:
         reasons.append(f"{len(indexed - on_disk)} indexed file(s) are missing from {idx.folder}/")
     t = parse_time(idx.updated_at)
-    if t is not None:
+    if t is not None and not quick:
         limit = t.timestamp() + STALE_TOLERANCE_S
         newer = [e.name for e in listing if e.modified > limit]
         if newer:

@@ -25,6 +25,7 @@ from box_memory.index import (
     load_index,
     read_memory,
     refresh_rollup,
+    rollup_may_lag,
     save_index,
 )
 from box_memory.model import (
@@ -235,10 +236,11 @@ class Committed:
 def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderIndex:
     """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
     idx = load_index(ws, folder)
-    if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx)):
+    if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx, quick=True)):
         from box_memory.rebuild import rescan_folder
 
         rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
+        idx._dirty = True  # entries replaced wholesale: every map is rebuilt on save
         warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
     return idx
 
@@ -332,7 +334,8 @@ def commit_memory(
     for folder_idx in changed.values():
         save_index(ws, folder_idx)
         crash_point("write:index-saved")
-    refresh_rollup(ws, changed)
+    if not rollup_may_lag(ws):
+        refresh_rollup(ws, changed)
     crash_point("write:rollup-saved")
     return Committed(path, filename, file_id)
 
@@ -373,9 +376,9 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
         base = slugify(title)
         taken = {str(e.get("slug")) for e in idx.entries}
         taken |= {
-            e.name.split("__", 1)[1][:-3]
-            for e in ws.store.list_dir(folder)
-            if "__" in e.name and e.name.endswith(".md")
+            name.split("__", 1)[1][:-3]
+            for name in ws.store.list_names(folder)
+            if "__" in name and name.endswith(".md")
         }
         same = next((e for e in idx.entries if e.get("slug") == base), None)
         if (
