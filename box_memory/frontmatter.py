@@ -182,12 +182,17 @@ def _scalar(s: str) -> Any:
 
 def _value(s: str) -> Any:
     if s[:1] == "[":
-        if s[-1] != "]" or s.count("[") != 1 or s.count("]") != 1 or "'" in s or '"' in s:
+        if s[-1] != "]" or s.count("[") != 1 or s.count("]") != 1:
             return _FAIL
         inner = s[1:-1]
-        if not inner.strip():
+        if not inner.strip(" "):
             return []
-        items = [_plain(x.strip(), flow=True) for x in inner.split(",")]
+        # Only spaces separate flow items (str.strip would also eat YAML-significant NBSP). A
+        # quoted item holding a comma is cut in two here and then fails its closing-quote check.
+        items = [
+            _scalar(x) if x[:1] in ("'", '"') else _plain(x, flow=True)
+            for x in (p.strip(" ") for p in inner.split(","))
+        ]
         return _FAIL if any(x is _FAIL for x in items) else items
     return _scalar(s)
 

@@ -153,7 +153,10 @@ def test_conflict_copies_are_merged_reported_and_archived(cli, tmp_path: Path) -
     box_id = by_id[k0]["file_id"]
     # Box Drive kept two versions: the main index lost K0 (and its Box id); a copy still has it,
     # plus an entry for a file that no longer exists.
-    copy = {**main, "entries": [by_id[k0], {**by_id[k2], "id": "mem_01JGONE000000000000000000", "filename": "gone.md"}]}
+    copy = {
+        **main,
+        "entries": [by_id[k0], {**by_id[k2], "id": "mem_01JGONE000000000000000000", "filename": "gone.md"}],
+    }
     main["entries"] = [e for e in main["entries"] if e["id"] != k0]
     (root / "memories" / "_index.json").write_bytes(json.dumps(main).encode())
     (root / "memories" / "_index (1).json").write_bytes(json.dumps(copy).encode())
@@ -189,7 +192,9 @@ def test_plugin_workspace_keeps_box_ids_and_unknown_keys(cli, tmp_path: Path) ->
     rebuild(cli, root)
     after = index(root)
     assert after["folder_id"] == before["folder_id"]
-    assert {e["id"]: e["file_id"] for e in after["entries"]} == {e["id"]: e["file_id"] for e in before["entries"]}
+    assert {e["id"]: e["file_id"] for e in after["entries"]} == {
+        e["id"]: e["file_id"] for e in before["entries"]
+    }
     roll = json.loads((root / "_index.json").read_bytes())
     assert roll["entry_count"] == 3 and set(roll["by_id"]) == {e["id"] for e in after["entries"]}
 
@@ -249,7 +254,11 @@ def test_scoped_rebuilds_and_bad_scopes(cli, ws: Path, snap) -> None:
     prefix = rebuild(cli, ws, "teams/eng", "--check")
     assert {f["folder"] for f in prefix["data"]["folders"]} == {"teams/eng/memories/", "teams/eng/files/"}
     comps = rebuild(cli, ws, "--companions-only", "--check")
-    assert {f["folder"] for f in comps["data"]["folders"]} == {"files/", "teams/default/files/", "teams/eng/files/"}
+    assert {f["folder"] for f in comps["data"]["folders"]} == {
+        "files/",
+        "teams/default/files/",
+        "teams/eng/files/",
+    }
     before = snap(ws)
     assert cli.json("index-rebuild", "nope/", "-w", str(ws), code=2)["errors"][0]["code"] == "invalid_input"
     assert cli.json("index-rebuild", "--team", "ghost", "-w", str(ws), code=2)["exit_code"] == 2

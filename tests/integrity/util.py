@@ -74,7 +74,9 @@ def all_json_parse(root: Path) -> list[Path]:
     return found
 
 
-def bm(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def bm(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     """A real cold `python -m box_memory` process."""
     return subprocess.run(
         [sys.executable, "-m", "box_memory", *args],
