@@ -1,0 +1,85 @@
+"""mcp-check: is the Box MCP server reachable, does it accept our token, has it our tools?
+
+PASS (every tool box-memory uses), DEGRADED (required tools present, some optional ones missing:
+box-memory works without them), INCOMPATIBLE (unreachable, auth refused or a required tool
+missing: exit 4).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, opts
+from box_memory.cli.output import Outcome, escape, run
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mcp-check")(mcp_check_cmd)
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
+    colour = {"PASS": "green", "DEGRADED": "yellow"}.get(r["verdict"], "red")
+    lines = [f"[{colour}]{r['verdict']}[/{colour}] Box MCP server at {escape(r['url'])}"]
+    lines.append(
+        f"  reachable: {'yes' if r['reachable'] else 'no'}; auth: {'ok' if r['auth_ok'] else 'failed'}"
+    )
+    if r["reachable"] and r["auth_ok"]:
+        lines.append(
+            f"  tools: {r['tool_count']} offered; required {len(r['required_present'])}/"
+            f"{len(r['required_present']) + len(r['required_missing'])} present"
+        )
+        if r["required_missing"]:
+            lines.append(f"  missing (required): {', '.join(r['required_missing'])}")
+        if r["optional_missing"]:
+            lines.append(f"  missing (optional): {', '.join(r['optional_missing'])}")
+        user = r.get("user") or {}
+        if user.get("login") or user.get("name"):
+            who = f"{user.get('name') or ''} {user.get('login') or ''}".strip()
+            lines.append(f"  signed in as: {escape(who)}")
+    if r.get("error"):
+        lines.append(f"  {escape(r['error'])}")
+    return lines
+
+
+def mcp_check_cmd(
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="MCP endpoint (default: BOX_MCP_URL, else https://mcp.box.com/)."),
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 15.0,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Check the Box MCP connection: PASS / DEGRADED / INCOMPATIBLE (exit 4)."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.mcp.auth import TokenSource
+        from box_memory.mcp.client import default_url, mcp_check
+
+        report = mcp_check(url or default_url(), TokenSource(), timeout=timeout).to_dict()
+        if report["verdict"] in ("PASS", "DEGRADED"):
+            return Outcome(report, _lines(report))
+        code = report.get("error_code") or "incompatible"
+        message = report.get("error") or (
+            f"required Box tools missing: {', '.join(report['required_missing'])}"
+            if report["required_missing"]
+            else "Box MCP server is not usable"
+        )
+        if not (report["reachable"] and report["auth_ok"]) and not o.json:
+            # Unreachable or refused: one clear line on stderr, like every other command.
+            from box_memory.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"INCOMPATIBLE: {message}", code=str(code))
+        return Outcome(
+            report,
+            _lines(report),
+            status="error",
+            exit_code=4,
+            errors=[{"code": str(code), "message": f"INCOMPATIBLE: {message}"}],
+        )
+
+    run("mcp-check", o, go)

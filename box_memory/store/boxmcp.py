@@ -1,0 +1,1207 @@
+"""The Box cloud store: the Store port over Box MCP tools (spec box-mcp.md), one session per command.
+
+Workspace-relative paths map to Box ids through `folder_ids` in `_box-memory.json` and folder
+listings. Each folder is listed at most once per command (with the fields box-memory needs: id,
+name, etag, sha1, size, modified_at); our own writes update that listing in place from the object
+Box returns, and taking the write lock drops every listing so other writers' changes become
+visible exactly when they matter. File text is cached on disk under `user_dirs().cache`, keyed by
+Box file id and sha1 (revalidated by the listing), so a warm command reads nothing but listings.
+
+Box has no delete tool and no atomic "create-or-fail" for a new version, so the write lock
+(`_box-memory.lock`, shared with the plugins) is a lease: created with `upload_file` (which does fail
+when the name exists), later taken by uploading a version and reading it back after a settle time,
+renewed while held and released by a version whose `renewed_at` is in the past. A race that slips
+through (two holders) can only lose an index entry, which `drift` reports and `index-rebuild`
+repairs; it is never silent.
+
+Tier-aware, never tier-gated: when the workspace says `custom_metadata_templates` and the tools
+exist, every memory file written also gets the `boxMemory` metadata instance (a failure is a
+warning), and `metadata_search` can answer structured filters through `search_files_keyword` +
+`mdfilters` once the template is older than Box's search lag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from box_memory.errors import (
+    BackendUnavailable,
+    BoxMemoryError,
+    BoxToolError,
+    InvalidInput,
+    LockBusy,
+    NotFound,
+    WorkspaceNotFound,
+)
+from box_memory.mcp.payload import conflicts, listing
+from box_memory.model import now_iso, parse_time
+from box_memory.paths import user_dirs
+from box_memory.store.base import AlreadyExists, Entry, clean_path, join
+
+__all__ = [
+    "TEMPLATE_KEY",
+    "CloudStore",
+    "close_all",
+    "detect_tier",
+    "init_cloud_workspace",
+    "open_cloud_store",
+]
+
+CONFIG_NAME = "_box-memory.json"
+LOCK_NAME = "_box-memory.lock"
+TEMPLATE_KEY = "boxMemory"
+TEMPLATE_SCOPE = "enterprise"
+SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
+LIST_FIELDS = ["type", "id", "name", "etag", "sha1", "size", "modified_at", "file_version"]
+RELEASED_AT = "1970-01-01T00:00:00.000Z"
+_FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
+_SCOPE_FOLDERS = ("memories", "files", "companions")
+MIB = 1024 * 1024
+
+TEMPLATE_FIELDS: list[dict[str, Any]] = [
+    {"type": "string", "key": "memoryId", "displayName": "Memory ID"},
+    {"type": "string", "key": "title", "displayName": "Title"},
+    {"type": "string", "key": "slug", "displayName": "Slug"},
+    {"type": "string", "key": "kind", "displayName": "Kind"},
+    {"type": "string", "key": "status", "displayName": "Status"},
+    {"type": "string", "key": "team", "displayName": "Team"},
+    {"type": "string", "key": "tags", "displayName": "Tags"},
+    {"type": "date", "key": "updatedAt", "displayName": "Updated at"},
+]
+
+_OPEN: list[CloudStore] = []
+
+
+def close_all() -> list[str]:
+    """End every cloud session this process opened; returns the warnings the stores collected.
+
+    The CLI calls it once per command (`output.run`), so one MCP session serves one command.
+    """
+    warnings: list[str] = []
+    while _OPEN:
+        store = _OPEN.pop()
+        warnings.extend(store.warnings)
+        store.warnings = []
+        with contextlib.suppress(Exception):
+            store.close()
+    return warnings
+
+
+def _list_limit() -> int:
+    """Page size of folder listings (env `BOX_MEMORY_LIST_LIMIT` lets tests force paging)."""
+    try:
+        return max(1, min(1000, int(os.environ.get("BOX_MEMORY_LIST_LIMIT", "1000"))))
+    except ValueError:
+        return 1000
+
+
+def _settle_floor() -> float:
+    """Minimum wait between taking the lease and reading it back (env `BOX_MEMORY_LOCK_SETTLE_S`)."""
+    try:
+        return max(0.0, float(os.environ.get("BOX_MEMORY_LOCK_SETTLE_S", "0.1")))
+    except ValueError:
+        return 0.1
+
+
+def _split(path: str) -> tuple[str, str]:
+    p = clean_path(path)
+    if "/" in p:
+        parent, name = p.rsplit("/", 1)
+        return parent, name
+    return "", p
+
+
+def _sha1(data: bytes) -> str:
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+def _box_time(value: Any) -> float:
+    """Epoch seconds of a Box timestamp, rounded UP when Box gave whole seconds.
+
+    Box renders times at second precision (truncated); rounding up keeps every comparison
+    "changed after X" conservative (a file never looks older than it is).
+    """
+    t = parse_time(value)
+    if t is None:
+        return 0.0
+    ts = t.timestamp()
+    return ts + 0.999 if t.microsecond == 0 else ts
+
+
+def _item_sha1(item: dict[str, Any]) -> str | None:
+    sha = item.get("sha1")
+    if not sha and isinstance(item.get("file_version"), dict):
+        sha = item["file_version"].get("sha1")
+    return str(sha).lower() if sha else None
+
+
+def _is_folder(item: dict[str, Any]) -> bool:
+    return item.get("type") == "folder"
+
+
+def _to_entry(item: dict[str, Any]) -> Entry:
+    size = item.get("size")
+    return Entry(
+        name=str(item.get("name") or ""),
+        is_dir=_is_folder(item),
+        size=int(size) if isinstance(size, int | float) and not isinstance(size, bool) else 0,
+        modified=_box_time(item.get("modified_at") or item.get("content_modified_at")),
+        file_id=str(item["id"]) if item.get("id") is not None else None,
+        etag=str(item["etag"]) if item.get("etag") is not None else None,
+        sha1=_item_sha1(item),
+    )
+
+
+def _as_object(payload: Any) -> dict[str, Any] | None:
+    """The Box object in a write tool's answer (a file/folder object, or the REST upload wrapper)."""
+    if isinstance(payload, dict):
+        entries = payload.get("entries")
+        if "id" not in payload and isinstance(entries, list) and entries and isinstance(entries[0], dict):
+            return entries[0]
+        return payload if payload.get("id") is not None else None
+    if isinstance(payload, list) and payload and isinstance(payload[0], dict):
+        return payload[0]
+    return None
+
+
+def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
+    """`folder_ids` of the config as {workspace-relative folder path: Box id}."""
+    out: dict[str, str] = {}
+    if not isinstance(folder_ids, dict):
+        return out
+    for key, value in folder_ids.items():
+        if value is None or isinstance(value, bool) or not str(value).strip().isdigit():
+            continue
+        fid = str(value).strip()
+        if key in ("memories", "files", "companions", "teams"):
+            out[key] = fid
+        elif m := _FOLDER_KEY.match(str(key)):
+            team, part = m.group(1), m.group(2)
+            out[f"teams/{team}" if part == "root" else f"teams/{team}/{part}"] = fid
+    return out
+
+
+def _logical_keys(teams: list[str]) -> dict[str, str]:
+    """{folder path: folder_ids key} for the standard layout of these teams."""
+    keys = {"memories": "memories", "files": "files", "companions": "companions", "teams": "teams"}
+    for t in teams:
+        keys[f"teams/{t}"] = f"team_{t}_root"
+        for part in _SCOPE_FOLDERS:
+            keys[f"teams/{t}/{part}"] = f"team_{t}_{part}"
+    return keys
+
+
+# ---------------------------------------------------------------------------------------------
+# On-disk content cache
+
+
+class ContentCache:
+    """File text by (Box file id, sha1 or etag): derived, private, safe to delete at any time."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, file_id: str, key: str) -> Path:
+        return self.folder / f"{file_id}.{key}"
+
+    def get(self, file_id: str, key: str | None) -> bytes | None:
+        if not key:
+            return None
+        try:
+            return self._path(file_id, key).read_bytes()
+        except OSError:
+            return None
+
+    def put(self, file_id: str, key: str | None, data: bytes) -> None:
+        if not key:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for old in self.folder.glob(f"{file_id}.*"):
+                if old.name != f"{file_id}.{key}":
+                    old.unlink(missing_ok=True)
+            tmp = self.folder / f".tmp-{secrets.token_hex(6)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            tmp.replace(self._path(file_id, key))
+        except OSError:
+            pass  # a cache that cannot be written only costs a download next time
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+def open_cloud_store(folder_id: str) -> CloudStore:
+    """The store behind `--workspace box:<folder_id>` (the session opens on first use)."""
+    fid = str(folder_id).strip()
+    if not fid.isdigit():
+        raise InvalidInput(f"box:{folder_id} is not a Box folder id (digits expected)")
+    return CloudStore(fid)
+
+
+def _open_client() -> Any:
+    from box_memory.mcp.auth import TokenSource
+    from box_memory.mcp.client import BoxMCPClient, default_url
+
+    client = BoxMCPClient(default_url(), TokenSource())
+    client.open()
+    return client
+
+
+class CloudStore:
+    """A workspace rooted at one Box folder. Not thread-safe (one command, one thread)."""
+
+    kind = "cloud"
+
+    def __init__(self, root_id: str, *, client: Any = None, own_client: bool = True) -> None:
+        self.root_id = str(root_id)
+        self._client = client
+        self._own_client = own_client
+        self._listings: dict[str, dict[str, dict[str, Any]]] = {}
+        self._paths: dict[str, str] = {"": self.root_id}
+        self._logical: dict[str, str] | None = None
+        self._config: dict[str, Any] | None = None
+        self._config_loaded = False
+        self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
+        self.warnings: list[str] = []
+        self.list_calls = 0
+        _OPEN.append(self)
+
+    # -- session --------------------------------------------------------------------------
+
+    @property
+    def box(self) -> Any:
+        if self._client is None:
+            self._client = _open_client()
+            self._own_client = True
+        return self._client
+
+    def call(self, tool: str, args: dict[str, Any]) -> Any:
+        return self.box.call(tool, args)
+
+    def has_tool(self, tool: str) -> bool:
+        return bool(self.box.has_tool(tool))
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._own_client:
+            client.close()
+        with contextlib.suppress(ValueError):
+            _OPEN.remove(self)
+
+    def describe(self) -> str:
+        return f"box:{self.root_id}"
+
+    # -- listings and path resolution -------------------------------------------------------
+
+    def drop_listings(self) -> None:
+        """Forget every cached listing (folder ids stay): the next read sees other writers."""
+        self._listings.clear()
+
+    def _list(self, folder_id: str) -> dict[str, dict[str, Any]]:
+        cached = self._listings.get(folder_id)
+        if cached is not None:
+            return cached
+        items: dict[str, dict[str, Any]] = {}
+        marker: str | None = None
+        offset = 0
+        limit = _list_limit()
+        for _ in range(100_000):
+            args: dict[str, Any] = {"folder_id": folder_id, "fields": LIST_FIELDS, "limit": limit}
+            if marker:
+                args["marker"] = marker
+            elif offset:
+                args["offset"] = offset
+            try:
+                payload = self.call("list_folder_content_by_folder_id", args)
+            except BoxToolError as e:
+                if e.status == 404:
+                    if folder_id == self.root_id:
+                        raise WorkspaceNotFound(
+                            f"Box folder {folder_id} not found (or not shared with this Box user)"
+                        ) from None
+                    raise NotFound(f"Box folder {folder_id} not found") from None
+                raise
+            self.list_calls += 1
+            page = listing(payload)
+            for it in page.entries:
+                if it.get("type") in ("file", "folder") and it.get("name") is not None:
+                    items[str(it["name"])] = it
+            if page.next_marker and page.next_marker != marker and page.entries:
+                marker = page.next_marker
+                continue
+            if marker is None and page.total_count is not None and page.entries:
+                offset = (page.offset if page.offset is not None else offset) + len(page.entries)
+                if offset < page.total_count:
+                    continue
+            break
+        self._listings[folder_id] = items
+        return items
+
+    @staticmethod
+    def _find(items: dict[str, dict[str, Any]], name: str) -> dict[str, Any] | None:
+        """Exact name first, then case-insensitively (Box names are unique case-insensitively)."""
+        hit = items.get(name)
+        if hit is not None:
+            return hit
+        folded = name.casefold()
+        return next((v for k, v in items.items() if k.casefold() == folded), None)
+
+    def _logical_ids(self) -> dict[str, str]:
+        if self._logical is None:
+            cfg = self._config_data()
+            self._logical = logical_folder_paths(cfg.get("folder_ids"), cfg.get("teams"))
+        return self._logical
+
+    def _config_data(self) -> dict[str, Any]:
+        if not self._config_loaded:
+            self._config_loaded = True
+            try:
+                data = orjson.loads(self.read_bytes(CONFIG_NAME))
+            except (NotFound, orjson.JSONDecodeError):
+                data = {}
+            self._config = data if isinstance(data, dict) else {}
+        return self._config or {}
+
+    def folder_id(self, path: str, *, logical: bool = True) -> str | None:
+        """Box id of a workspace folder, or None when it does not exist (no folder is created)."""
+        path = clean_path(path)
+        if path in self._paths:
+            return self._paths[path]
+        if logical:
+            known = self._logical_ids().get(path)
+            if known is not None:
+                self._paths[path] = known
+                return known
+        parent, name = _split(path)
+        pid = self.folder_id(parent, logical=logical)
+        if pid is None:
+            return None
+        item = self._find(self._list(pid), name)
+        if item is None or not _is_folder(item):
+            return None
+        self._paths[path] = str(item["id"])
+        return self._paths[path]
+
+    def _forget_path(self, path: str) -> None:
+        for p in [p for p in self._paths if p == path or p.startswith(path + "/")]:
+            fid = self._paths.pop(p)
+            self._listings.pop(fid, None)
+        if self._logical is not None:
+            for p in [p for p in self._logical if p == path or p.startswith(path + "/")]:
+                self._logical.pop(p)
+
+    def _items(self, path: str) -> dict[str, dict[str, Any]] | None:
+        """The listing of a workspace folder (None when the folder does not exist)."""
+        path = clean_path(path)
+        fid = self.folder_id(path)
+        if fid is None:
+            return None
+        try:
+            return self._list(fid)
+        except NotFound:
+            # A folder id from the config or an earlier listing went stale: walk by name once.
+            self._forget_path(path)
+            fid = self.folder_id(path, logical=False)
+            return None if fid is None else self._list(fid)
+
+    def _item(self, path: str) -> dict[str, Any] | None:
+        path = clean_path(path)
+        if not path:
+            return {"type": "folder", "id": self.root_id, "name": ""}
+        parent, name = _split(path)
+        items = self._items(parent)
+        return None if items is None else self._find(items, name)
+
+    def _remember(self, parent_id: str, obj: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+        """Put an object our write got back into the cached listing of its folder."""
+        items = self._listings.get(parent_id)
+        if obj is None or obj.get("id") is None or not obj.get("name"):
+            self._listings.pop(parent_id, None)  # unknown answer shape: re-list when needed
+            return None
+        if items is not None:
+            stale = self._find(items, name)
+            if stale is not None:
+                items.pop(str(stale.get("name")), None)
+            items[str(obj["name"])] = obj
+        return obj
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        return self._item(path) is not None
+
+    def stat(self, path: str) -> Entry | None:
+        item = self._item(path)
+        if item is None:
+            return None
+        if not _is_folder(item):
+            return _to_entry(item)
+        return self._folder_entry(clean_path(path), item)
+
+    def _folder_entry(self, path: str, item: dict[str, Any]) -> Entry:
+        """A folder's entry; its etag digests the children, so it changes whenever they do
+        (Box folder etags only change when the folder itself is renamed or moved)."""
+        children = self._items(path) or {}
+        digest = hashlib.sha1(usedforsecurity=False)
+        newest = 0.0
+        for name in sorted(children):
+            c = children[name]
+            digest.update(f"{name}\0{c.get('id')}\0{c.get('etag')}\0{_item_sha1(c)}\n".encode())
+            newest = max(newest, _box_time(c.get("modified_at")))
+        name = path.rsplit("/", 1)[-1]
+        return Entry(name, True, len(children), newest, str(item.get("id")), digest.hexdigest()[:20], None)
+
+    def list_dir(self, path: str) -> list[Entry]:
+        items = self._items(path)
+        return [] if items is None else [_to_entry(i) for i in items.values()]
+
+    def list_names(self, path: str) -> list[str]:
+        items = self._items(path)
+        return [] if items is None else list(items)
+
+    def _file_item(self, path: str) -> dict[str, Any]:
+        item = self._item(path)
+        if item is None:
+            raise NotFound(f"{path} not found in the workspace")
+        if _is_folder(item):
+            raise NotFound(f"{path} is a folder, not a file")
+        return item
+
+    def read_bytes(self, path: str) -> bytes:
+        item = self._file_item(path)
+        return self._content(path, item)
+
+    def _content(self, path: str, item: dict[str, Any]) -> bytes:
+        fid = str(item["id"])
+        sha = _item_sha1(item)
+        key = sha or (f"e{item['etag']}" if item.get("etag") is not None else None)
+        cached = self.cache.get(fid, key)
+        if cached is not None:
+            return cached
+        data: bytes | None = None
+        try:
+            data = self.box.call_text("get_file_content", {"file_id": fid}).encode("utf-8")
+        except BoxToolError as e:
+            if e.status == 404:
+                self._listings.clear()
+                raise NotFound(f"{path} not found in the workspace") from None
+            if not self.has_tool("get_download_url"):
+                raise
+        if data is None or (sha and _sha1(data) != sha and self.has_tool("get_download_url")):
+            # No text representation, or one that is not byte-exact: fetch the bytes themselves.
+            data = b"".join(self._download(path, fid))
+        self.cache.put(fid, key, data)
+        return data
+
+    def read_chunks(self, path: str, chunk_size: int = MIB) -> Iterator[bytes]:
+        """The file's bytes, streamed from a short-lived download URL (companions hash binaries)."""
+        item = self._file_item(path)
+        return self._download(path, str(item["id"]), chunk_size)
+
+    def _download(self, path: str, file_id: str, chunk_size: int = MIB) -> Iterator[bytes]:
+        payload = self.call("get_download_url", {"file_id": file_id})
+        url = None
+        if isinstance(payload, str) and payload.strip().startswith("http"):
+            url = payload.strip()
+        elif isinstance(payload, dict):
+            for key in ("download_url", "downloadUrl", "url", "location"):
+                if isinstance(payload.get(key), str):
+                    url = payload[key]
+                    break
+        if not url:
+            raise BoxToolError(f"Box tool get_download_url gave no URL for {path}")
+        return _stream(url, path, chunk_size)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _text(path: str, data: bytes) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{path}: the Box cloud backend stores UTF-8 text files only") from None
+
+    def _upload_new(self, parent_id: str, name: str, data: bytes, path: str) -> dict[str, Any]:
+        """upload_file (create-or-fail). 409 -> AlreadyExists, unless the file there is this very
+        content (a retried upload whose first attempt did land)."""
+        try:
+            payload = self.call(
+                "upload_file",
+                {"file_name": name, "file_content": self._text(path, data), "parent_folder_id": parent_id},
+            )
+        except BoxToolError as e:
+            if e.status != 409:
+                raise
+            clash = next(iter(conflicts(e.body)), None)
+            if clash is not None and _item_sha1(clash) == _sha1(data) and not _is_folder(clash):
+                clash.setdefault("name", name)
+                return self._after_write(parent_id, clash, name, data, path)
+            self._listings.pop(parent_id, None)
+            raise AlreadyExists(f"{path} already exists") from None
+        return self._after_write(parent_id, _as_object(payload), name, data, path)
+
+    def _upload_version(
+        self, parent_id: str, file_id: str, name: str, data: bytes, path: str
+    ) -> dict[str, Any]:
+        payload = self.call(
+            "upload_file_version", {"file_id": file_id, "file_content": self._text(path, data)}
+        )
+        obj = _as_object(payload)
+        if obj is not None:
+            obj.setdefault("name", name)
+        return self._after_write(parent_id, obj, name, data, path)
+
+    def _after_write(
+        self, parent_id: str, obj: dict[str, Any] | None, name: str, data: bytes, path: str
+    ) -> dict[str, Any]:
+        if obj is not None and not obj.get("sha1"):
+            obj["sha1"] = _sha1(data)
+        kept = self._remember(parent_id, obj, name)
+        if kept is None:
+            kept = self._find(self._list(parent_id), name)
+            if kept is None:
+                raise BoxToolError(f"Box accepted {path} but the file is not in its folder")
+        fid = str(kept["id"])
+        self.cache.put(fid, _item_sha1(kept) or _sha1(data), data)
+        if path == CONFIG_NAME:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                cfg = orjson.loads(data)
+                if isinstance(cfg, dict):
+                    self._config, self._config_loaded, self._logical = cfg, True, None
+        elif path.endswith(".md"):
+            self._apply_metadata(path, fid, data)
+        return kept
+
+    def write_bytes(self, path: str, data: bytes) -> str | None:
+        """Create the file, or upload a new version of it (Box keeps the old one)."""
+        path = clean_path(path)
+        parent, name = _split(path)
+        if path == CONFIG_NAME:
+            data = self._complete_folder_ids(data)
+        pid = self._ensure_folder(parent)
+        item = self._find(self._list(pid), name)
+        if item is not None and _is_folder(item):
+            raise InvalidInput(f"{path} is a folder")
+        if item is not None:
+            try:
+                return str(self._upload_version(pid, str(item["id"]), name, data, path)["id"])
+            except BoxToolError as e:
+                if e.status != 404:
+                    raise
+                self._listings.pop(pid, None)  # gone since we listed: create it afresh below
+        try:
+            return str(self._upload_new(pid, name, data, path)["id"])
+        except AlreadyExists:
+            # Created by someone else between our listing and the upload: version it.
+            item = self._find(self._list(pid), name)
+            if item is None or _is_folder(item):
+                raise
+            return str(self._upload_version(pid, str(item["id"]), name, data, path)["id"])
+
+    def create_bytes(self, path: str, data: bytes) -> str | None:
+        """Create-or-fail: Box's `upload_file` fails when the name exists (case-insensitively)."""
+        path = clean_path(path)
+        parent, name = _split(path)
+        pid = self._ensure_folder(parent)
+        there = self._find(self._list(pid), name)
+        if there is not None:
+            if not _is_folder(there) and _item_sha1(there) == _sha1(data):
+                return str(there["id"])  # exactly these bytes: an earlier attempt of ours landed
+            raise AlreadyExists(f"{path} already exists")
+        return str(self._upload_new(pid, name, data, path)["id"])
+
+    def _ensure_folder(self, path: str) -> str:
+        path = clean_path(path)
+        fid = self.folder_id(path)
+        if fid is not None:
+            return fid
+        parent, name = _split(path)
+        pid = self._ensure_folder(parent)
+        fresh = True
+        try:
+            obj = _as_object(self.call("create_folder", {"name": name, "parent_folder_id": pid}))
+        except BoxToolError as e:
+            if e.status != 409:
+                raise
+            clash = next((c for c in conflicts(e.body) if _is_folder(c)), None)
+            if clash is None:
+                self._listings.pop(pid, None)
+                clash = self._find(self._list(pid), name)
+                if clash is None or not _is_folder(clash):
+                    raise AlreadyExists(f"{path} exists and is not a folder") from None
+            obj, fresh = clash, False
+        if obj is None or obj.get("id") is None:
+            self._listings.pop(pid, None)
+            obj = self._find(self._list(pid), name)
+            if obj is None:
+                raise BoxToolError(f"Box did not create the folder {path}")
+        obj.setdefault("type", "folder")
+        obj.setdefault("name", name)
+        self._remember(pid, obj, name)
+        fid = str(obj["id"])
+        self._paths[path] = fid
+        if fresh:
+            self._listings[fid] = {}  # a folder we just created is empty: no listing needed
+        return fid
+
+    def mkdir(self, path: str) -> str | None:
+        return self._ensure_folder(path)
+
+    def move(self, src: str, dst: str) -> None:
+        """Move a file (`move_file`). A folder is moved file by file into a new tree: Box MCP has
+        no folder move and no delete tool, so the emptied source folders stay behind."""
+        src, dst = clean_path(src), clean_path(dst)
+        item = self._item(src)
+        if item is None:
+            raise NotFound(f"{src} not found in the workspace")
+        if self.exists(dst):
+            raise AlreadyExists(f"{dst} already exists")
+        if _is_folder(item):
+            self._move_tree(src, dst)
+            return
+        sparent, _ = _split(src)
+        dparent, dname = _split(dst)
+        spid = self.folder_id(sparent)
+        dpid = self._ensure_folder(dparent)
+        try:
+            payload = self.call(
+                "move_file", {"file_id": str(item["id"]), "parent_folder_id": dpid, "name": dname}
+            )
+        except BoxToolError as e:
+            if e.status == 409:
+                raise AlreadyExists(f"{dst} already exists") from None
+            raise
+        if spid is not None and spid in self._listings:
+            self._listings[spid].pop(str(item.get("name")), None)
+        obj = _as_object(payload)
+        if obj is not None:
+            obj = {**item, **obj, "name": dname}
+        self._remember(dpid, obj, dname)
+
+    def _move_tree(self, src: str, dst: str) -> None:
+        self._ensure_folder(dst)
+        for name, child in sorted((self._items(src) or {}).items()):
+            if _is_folder(child):
+                self._move_tree(join(src, name), join(dst, name))
+            else:
+                self.move(join(src, name), join(dst, name))
+
+    # -- config bookkeeping -----------------------------------------------------------------
+
+    def _complete_folder_ids(self, data: bytes) -> bytes:
+        """Fill in `folder_ids` for the standard folders this command resolved (never changes a
+        key that is there), so later commands need no listing to find them."""
+        try:
+            cfg = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return data
+        if not isinstance(cfg, dict):
+            return data
+        ids = cfg.get("folder_ids")
+        if ids is None:
+            ids = {}
+        if not isinstance(ids, dict):
+            return data
+        teams = [str(t) for t in cfg.get("teams") or [] if isinstance(t, str)]
+        added = False
+        if "root" not in ids:
+            ids["root"] = self.root_id
+            added = True
+        for path, key in _logical_keys(teams).items():
+            if key not in ids and path in self._paths:
+                ids[key] = self._paths[path]
+                added = True
+        if not added:
+            return data
+        cfg["folder_ids"] = ids
+        return orjson.dumps(cfg, option=orjson.OPT_INDENT_2)
+
+    # -- metadata (Business+ tiers) ---------------------------------------------------------
+
+    def _template_key(self) -> str | None:
+        cfg = self._config_data()
+        caps = cfg.get("capabilities") if isinstance(cfg.get("capabilities"), dict) else {}
+        key = cfg.get("metadata_template_key")
+        if not (isinstance(caps, dict) and caps.get("custom_metadata_templates")) or not key:
+            return None
+        return str(key)
+
+    def _apply_metadata(self, path: str, file_id: str, data: bytes) -> None:
+        key = self._template_key()
+        if key is None or not self.has_tool("set_file_metadata"):
+            return
+        fields = metadata_fields(data)
+        if fields is None:
+            return
+        try:
+            self.call(
+                "set_file_metadata",
+                {"file_id": file_id, "scope": TEMPLATE_SCOPE, "template_key": key, "metadata_fields": fields},
+            )
+        except BoxMemoryError as e:
+            self.warnings.append(f"Box metadata not applied to {path} (the memory is written): {e}")
+
+    def metadata_search(
+        self, *, kind: str | None = None, status: str | None = None, team: str | None = None, limit: int = 200
+    ) -> list[dict[str, Any]] | None:
+        """Memory files matching a structured filter through Box metadata search, or None when
+        this workspace cannot use it (no template, template younger than the search lag, tool
+        missing, or the search failed). Callers always fall back to the indexes."""
+        key = self._template_key()
+        created = parse_time(self._config_data().get("metadata_template_created_at"))
+        if key is None or created is None or time.time() - created.timestamp() < SEARCH_LAG_S:
+            return None
+        if not self.has_tool("search_files_keyword"):
+            return None
+        filters = {k: v for k, v in (("kind", kind), ("status", status), ("team", team)) if v}
+        try:
+            payload = self.call(
+                "search_files_keyword",
+                {
+                    "query": "the",
+                    "ancestor_folder_id": self.root_id,
+                    "file_extensions": ["md"],
+                    "mdfilters": [{"scope": TEMPLATE_SCOPE, "templateKey": key, "filters": filters}],
+                    "fields": ["name", "parent", "sha1", "modified_at", f"metadata.{TEMPLATE_SCOPE}.{key}"],
+                    "limit": limit,
+                },
+            )
+            return listing(payload, tool="search_files_keyword").entries
+        except BoxMemoryError as e:
+            self.warnings.append(f"Box metadata search failed, answered from the indexes: {e}")
+            return None
+
+    # -- the write lock -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self, *, writer: str = "box-memory", skill: str = "") -> Iterator[object]:
+        lease = Lease(self, writer=writer, skill=skill)
+        lease.acquire()
+        try:
+            yield lease
+        finally:
+            lease.release()
+
+
+def metadata_fields(data: bytes) -> dict[str, Any] | None:
+    """The `boxMemory` instance for a memory file's bytes (None when it is not a memory)."""
+    from box_memory import frontmatter
+
+    try:
+        meta, _body = frontmatter.parse(data.decode("utf-8"), "memory")
+    except (BoxMemoryError, UnicodeDecodeError):
+        return None
+    if not isinstance(meta, dict) or not meta.get("id") or not meta.get("kind"):
+        return None
+    out: dict[str, Any] = {
+        "memoryId": str(meta["id"]),
+        "title": str(meta.get("title") or ""),
+        "slug": str(meta.get("slug") or ""),
+        "kind": str(meta["kind"]),
+        "status": str(meta.get("status") or ""),
+        "team": str(meta.get("team") or ""),
+        "tags": ",".join(str(t) for t in meta.get("tags") or []),
+    }
+    t = parse_time(meta.get("updated_at"))
+    if t is not None:
+        out["updatedAt"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return out
+
+
+def _stream(url: str, path: str, chunk_size: int) -> Iterator[bytes]:
+    import httpx2
+
+    try:
+        with httpx2.stream("GET", url, timeout=60.0, follow_redirects=True) as resp:
+            if resp.status_code == 404:
+                raise NotFound(f"{path} could not be downloaded (the download link expired or is gone)")
+            if resp.status_code >= 400:
+                raise BackendUnavailable(f"downloading {path} from Box failed (HTTP {resp.status_code})")
+            yield from resp.iter_bytes(chunk_size)
+    except httpx2.HTTPError as e:
+        raise BackendUnavailable(f"downloading {path} from Box failed ({type(e).__name__})") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The lease
+
+
+class Lease:
+    """`_box-memory.lock` on Box: a lease taken by a new version and verified by reading it back."""
+
+    def __init__(self, store: CloudStore, *, writer: str, skill: str) -> None:
+        from box_memory.store.local import lock_settings
+
+        self.store = store
+        self.token = secrets.token_hex(8)
+        self.body: dict[str, Any] = {
+            "writer": writer,
+            "skill": skill,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_iso(),
+            "renewed_at": now_iso(),
+            "token": self.token,
+            "backend": "cloud",
+        }
+        self.stale_after, self.wait, self.renew_every = lock_settings()
+        self.file_id: str | None = None
+        self.sha1: str | None = None
+        self.lost = False
+        self._mutex = threading.Lock()
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def _bytes(self) -> bytes:
+        return orjson.dumps(self.body)
+
+    def _holder(self, item: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(seconds since the holder last renewed, its body); inf for a released lock."""
+        body: dict[str, Any] = {}
+        with contextlib.suppress(BoxMemoryError, orjson.JSONDecodeError):
+            parsed = orjson.loads(self.store._content(LOCK_NAME, item))
+            body = parsed if isinstance(parsed, dict) else {}
+        if body.get("released_at") or body.get("state") == "released":
+            return math.inf, body
+        renewed = parse_time(body.get("renewed_at"))
+        last = renewed.timestamp() if renewed else _box_time(item.get("modified_at"))
+        return time.time() - last, body
+
+    def _verified(self) -> bool:
+        """True when the lock file still holds our last version (sha1 from a fresh details call)."""
+        if self.file_id is None:
+            return False
+        details = self.store.call("get_file_details", {"file_id": self.file_id, "fields": ["sha1", "etag"]})
+        obj = _as_object(details) or {}
+        sha = _item_sha1(obj)
+        if sha:
+            return sha == self.sha1
+        raw = self.store.box.call_text("get_file_content", {"file_id": self.file_id})
+        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+            return orjson.loads(raw).get("token") == self.token
+        return False
+
+    def acquire(self) -> None:
+        st = self.store
+        deadline = time.monotonic() + self.wait
+        delay = 0.05
+        holder: dict[str, Any] = {}
+        while True:
+            st.drop_listings()
+            item = st._find(st._list(st.root_id), LOCK_NAME)
+            data = self._bytes()
+            if item is None:
+                try:
+                    obj = st._upload_new(st.root_id, LOCK_NAME, data, LOCK_NAME)
+                    self.file_id, self.sha1 = str(obj["id"]), _sha1(data)
+                    break  # upload_file is create-or-fail: nobody else holds it
+                except AlreadyExists:
+                    pass
+            else:
+                age, holder = self._holder(item)
+                if age >= self.stale_after:
+                    started = time.monotonic()
+                    st._upload_version(st.root_id, str(item["id"]), LOCK_NAME, data, LOCK_NAME)
+                    rtt = time.monotonic() - started
+                    self.file_id, self.sha1 = str(item["id"]), _sha1(data)
+                    # Anyone who saw the lock free uploads within about one round trip of us;
+                    # whoever wrote last wins, and everyone else sees that on the read-back.
+                    time.sleep(max(_settle_floor(), 2 * rtt))
+                    if self._verified():
+                        break
+                    self.file_id = self.sha1 = None
+            if time.monotonic() >= deadline:
+                who = ""
+                if holder.get("writer"):
+                    who = f" by {holder.get('writer')} (pid {holder.get('pid')} on {holder.get('host')})"
+                raise LockBusy(
+                    f"workspace is locked{who}; gave up after {self.wait:g}s "
+                    f"(a lock older than {self.stale_after:g}s is taken over)"
+                )
+            time.sleep(delay + secrets.randbelow(50) / 1000)
+            delay = min(delay * 2, 1.0)
+        self._renewer = threading.Thread(target=self._renew_loop, daemon=True, name="box-memory-lease")
+        self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.renew_every):
+            with self._mutex:
+                try:
+                    if not self._verified():
+                        self.lost = True
+                        return
+                    self.body["renewed_at"] = now_iso()
+                    data = self._bytes()
+                    self.store.call(
+                        "upload_file_version", {"file_id": self.file_id, "file_content": data.decode()}
+                    )
+                    self.sha1 = _sha1(data)
+                except BoxMemoryError:
+                    return
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=5)
+        with self._mutex:
+            try:
+                if self.lost or not self._verified():
+                    self.store.warnings.append(
+                        "the workspace lock was taken over by another writer while this command held it; "
+                        "run `box-memory index-rebuild --check` to find and repair any lost index entry"
+                    )
+                    return
+                self.body.update({"state": "released", "released_at": now_iso(), "renewed_at": RELEASED_AT})
+                data = self._bytes()
+                st = self.store
+                assert self.file_id is not None
+                st._upload_version(st.root_id, self.file_id, LOCK_NAME, data, LOCK_NAME)
+            except BoxMemoryError as e:
+                self.store.warnings.append(
+                    f"could not release the workspace lock ({e}); other writers take it over after "
+                    f"{self.stale_after:g}s"
+                )
+
+
+# ---------------------------------------------------------------------------------------------
+# Tier detection and init
+
+
+def detect_tier(box: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(tier, capabilities, the boxMemory template if it exists) from who_am_i and the catalogue.
+
+    Heuristic (Box does not report the plan): no enterprise -> personal; an enterprise whose
+    metadata templates can be listed -> enterprise (enterprise_plus when the Box AI tools are
+    offered too); otherwise business.
+    """
+    me: dict[str, Any] = {}
+    with contextlib.suppress(BoxMemoryError):
+        got = box.call("who_am_i", {})
+        me = got if isinstance(got, dict) else {}
+    enterprise = me.get("enterprise")
+    ai_tools = any(box.has_tool(t) for t in ("ai_qa_single_file", "ai_qa_multi_file"))
+    templates_ok = False
+    template: dict[str, Any] | None = None
+    if enterprise and box.has_tool("list_metadata_templates"):
+        try:
+            payload = box.call("list_metadata_templates", {"scope": TEMPLATE_SCOPE})
+            templates_ok = True
+            for t in listing(payload, tool="list_metadata_templates").entries:
+                if t.get("templateKey") == TEMPLATE_KEY or t.get("template_key") == TEMPLATE_KEY:
+                    template = t
+        except BoxMemoryError:
+            templates_ok = False
+    max_upload = me.get("max_upload_size")
+    caps: dict[str, Any] = {
+        "custom_metadata_templates": templates_ok,
+        "template_create_permission": templates_ok and box.has_tool("create_metadata_template"),
+        "body_search": box.has_tool("search_files_keyword"),
+        "max_file_size_mb": int(max_upload) // MIB if isinstance(max_upload, int | float) else None,
+        "box_ai_tools_available": ai_tools,
+        "ai_units_available": False,
+        "box_hubs": False,
+        "compliance": [],
+    }
+    if not enterprise:
+        tier = "personal"
+    elif templates_ok:
+        tier = "enterprise_plus" if ai_tools else "enterprise"
+    else:
+        tier = "business"
+    return tier, caps, template
+
+
+def _ensure_template(box: Any, existing: dict[str, Any] | None) -> str:
+    if existing is None:
+        box.call(
+            "create_metadata_template",
+            {
+                "display_name": "Box Memory",
+                "scope": TEMPLATE_SCOPE,
+                "template_key": TEMPLATE_KEY,
+                "fields": TEMPLATE_FIELDS,
+            },
+        )
+    return TEMPLATE_KEY
+
+
+def init_cloud_workspace(
+    name: str,
+    *,
+    parent: str = "0",
+    teams: list[str] | None = None,
+    layout: str = "sibling",
+    reinit: bool = False,
+) -> dict[str, Any]:
+    """Create (or reuse) folder NAME under Box folder `parent` as a workspace; idempotent.
+
+    Folders via create_folder (a 409 reuses the existing one), the config with `folder_ids`, empty
+    indexes, the rollup and README; tier and capabilities from `who_am_i` and the tool catalogue;
+    the `boxMemory` metadata template where the tier allows it. Returns a report dict.
+    """
+    from box_memory.ids import validate_team, validate_title
+    from box_memory.index import refresh_rollup
+    from box_memory.model import WorkspaceConfig
+    from box_memory.workspace import (
+        README_TEXT,
+        Workspace,
+        ensure_scope_folders,
+        load_config,
+        read_user_config,
+        write_user_config,
+    )
+
+    validate_title(name)
+    if name != name.strip() or name in (".", ".."):
+        raise InvalidInput(f"{name!r} cannot name a Box folder (no leading/trailing spaces)")
+    parent = str(parent).strip()
+    if not parent.isdigit():
+        raise InvalidInput(f"--parent must be a Box folder id (digits), not {parent!r}")
+    if layout not in ("sibling", "folder"):
+        raise InvalidInput(f"unknown layout {layout!r} (expected sibling or folder)")
+    teams = list(dict.fromkeys(teams or []))
+    for t in teams:
+        validate_team(t)
+
+    box = _open_client()
+    store: CloudStore | None = None
+    warnings: list[str] = []
+    try:
+        root_id, created_root = _workspace_folder(box, name, parent)
+        store = CloudStore(root_id, client=box, own_client=False)
+        if created_root:
+            store._listings[root_id] = {}
+
+        existed = store.exists(CONFIG_NAME)
+        created: list[str] = []
+        if existed:
+            config = load_config(store)
+            if reinit:
+                fresh = WorkspaceConfig.new(name, backend="cloud", layout=layout, teams=[], root_id=root_id)
+                for k, v in fresh.data.items():
+                    config.data.setdefault(k, v)
+        else:
+            config = WorkspaceConfig.new(
+                name, backend="cloud", layout=layout, teams=["default"], root_id=root_id
+            )
+        changed = not existed or reinit
+        if not config.data.get("workspace_root_id"):
+            config.data["workspace_root_id"] = root_id
+            changed = True
+        for t in teams:
+            if t not in config.teams:
+                config.data["teams"] = [*config.teams, t]
+                changed = True
+        template: dict[str, Any] | None = None
+        if not existed or reinit or config.data.get("tier") in (None, "unknown"):
+            tier, caps, template = detect_tier(box)
+            config.data["tier"] = tier
+            config.data["tier_detected_at"] = now_iso()
+            merged = dict(config.data.get("capabilities") or {})
+            merged.update(caps)
+            config.data["capabilities"] = merged
+            changed = True
+        ws = Workspace(store, config)
+        with store.lock(writer="box-memory", skill="init"):
+            for folder in ("memories", "files", "_archive"):
+                if not store.exists(folder):
+                    store.mkdir(folder)
+                    created.append(folder + "/")
+            for scope in ws.scopes():
+                created += ensure_scope_folders(ws, scope)  # mkdir -p: teams/<t>/ on the way
+            if not store.exists("README.md"):
+                store.create_bytes("README.md", README_TEXT.format(name=config.name).encode())
+                created.append("README.md")
+            caps_now = config.data.get("capabilities") or {}
+            if (
+                caps_now.get("template_create_permission")
+                and not config.data.get("metadata_template_key")
+                and box.has_tool("create_metadata_template")
+            ):
+                try:
+                    config.data["metadata_template_key"] = _ensure_template(box, template)
+                    config.data["metadata_template_created_at"] = now_iso()
+                    changed = True
+                except BoxMemoryError as e:
+                    warnings.append(f"could not create the boxMemory metadata template ({e}); indexes only")
+            ids_before = dict(config.folder_ids)
+            missing_ids = "root" not in ids_before or any(
+                k not in ids_before and p in store._paths for p, k in _logical_keys(config.teams).items()
+            )
+            if changed or missing_ids:
+                ws.save_config()
+                if not existed:
+                    created.append(CONFIG_NAME)
+            cfg_after = store._config_data()
+            if isinstance(cfg_after.get("folder_ids"), dict):
+                config.data["folder_ids"] = cfg_after["folder_ids"]
+            refresh_rollup(ws)
+        user = read_user_config()
+        user["default_workspace"] = f"box:{root_id}"
+        write_user_config(user)
+        warnings += store.warnings
+        store.warnings = []
+        return {
+            "workspace": f"box:{root_id}",
+            "backend": "cloud",
+            "name": config.name,
+            "folder_id": root_id,
+            "parent": parent,
+            "existed": existed,
+            "created": created,
+            "teams": config.teams,
+            "layout": config.companion_layout,
+            "tier": config.data.get("tier"),
+            "capabilities": config.data.get("capabilities"),
+            "metadata_template_key": config.data.get("metadata_template_key"),
+            "folder_ids": config.folder_ids or ids_before,
+            "web_url": f"https://app.box.com/folder/{root_id}",
+            "default": True,
+            "warnings": warnings,
+        }
+    finally:
+        if store is not None:
+            store.close()
+        box.close()
+
+
+def _workspace_folder(box: Any, name: str, parent: str) -> tuple[str, bool]:
+    """(folder id, created?) of folder NAME under `parent`: a 409 reuses the existing folder."""
+    try:
+        obj = _as_object(box.call("create_folder", {"name": name, "parent_folder_id": parent}))
+    except BoxToolError as e:
+        if e.status == 404:
+            raise NotFound(f"Box folder {parent} (--parent) not found") from None
+        if e.status != 409:
+            raise
+        obj = next((c for c in conflicts(e.body) if _is_folder(c)), None)
+        if obj is None:
+            found = CloudStore(parent, client=box, own_client=False)
+            try:
+                obj = found._find(found._list(parent), name)
+            finally:
+                found.close()
+            if obj is None or not _is_folder(obj):
+                raise InvalidInput(f"a file named {name!r} exists in Box folder {parent}") from None
+        if obj.get("id") is None:
+            raise BoxToolError(f"Box tool create_folder gave no folder id for {name!r}") from None
+        return str(obj["id"]), False
+    if obj is None or obj.get("id") is None:
+        raise BoxToolError(f"Box tool create_folder gave no folder id for {name!r}")
+    return str(obj["id"]), True

@@ -1,0 +1,120 @@
+"""`auth` and `mcp-check` through the real CLI: tokens are stored, used and never printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from box_memory.emulator import Emulator
+from box_memory.mcp import auth
+from tests.auth.fakeoauth import FakeBoxOAuth
+from tests.cloud.conftest import TOKEN, Backend
+from tests.conftest import Cli
+
+
+def test_mcp_check_pass_degraded_incompatible(emu: Emulator, cli: Cli) -> None:
+    ok = cli.json("mcp-check")["data"]
+    assert (ok["verdict"], ok["reachable"], ok["auth_ok"]) == ("PASS", True, True)
+    assert ok["required_missing"] == [] and ok["user"]["login"] == "emulator.user@example.com"
+    emu.configure(hidden_tools=("ai_qa_single_file", "get_download_url"))
+    degraded = cli.json("mcp-check")["data"]
+    assert degraded["verdict"] == "DEGRADED"
+    assert sorted(degraded["optional_missing"]) == ["ai_qa_single_file", "get_download_url"]
+    emu.configure(hidden_tools=("upload_file_version",))
+    bad = cli.json("mcp-check", code=4)
+    assert bad["data"]["verdict"] == "INCOMPATIBLE" and bad["data"]["required_missing"] == [
+        "upload_file_version"
+    ]
+    assert "upload_file_version" in bad["errors"][0]["message"]
+
+
+def test_missing_tool_is_a_clear_exit_4(make: Any, emu: Emulator) -> None:
+    b: Backend = make("cloud")
+    emu.configure(hidden_tools=("upload_file",))
+    env = b.run("write", "x", "--title", "No upload tool", code=4)
+    assert env["errors"][0]["code"] == "tool_missing" and "upload_file" in env["errors"][0]["message"]
+
+
+def test_stored_token_is_used_and_never_shown(make: Any, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    b: Backend = make("cloud")
+    monkeypatch.delenv("BOX_ACCESS_TOKEN")
+    out = cli("auth", "token", "--token-stdin", "--json", input=TOKEN + "\n")
+    assert out.exit_code == 0, out.output
+    status = cli("auth", "status", "--json")
+    data = json.loads(status.stdout)["data"]
+    assert (data["logged_in"], data["source"], data["has_refresh"]) == (True, "store", False)
+    human = cli("auth", "status")
+    for res in (out, status, human):
+        assert TOKEN not in res.stdout + res.stderr
+    assert oct(auth.credentials_path().stat().st_mode & 0o777) == "0o600"
+    assert b.data("write", "with a stored token", "--title", "Stored")["slug"] == "stored"
+    stray = cli("auth", "token", TOKEN)  # a token as an argument is refused without echoing it
+    assert stray.exit_code == 2 and TOKEN not in stray.stdout + stray.stderr
+    assert cli("auth", "token", "--token-stdin", input="\n").exit_code == 2
+    gone = cli.json("auth", "logout", "--no-revoke")["data"]
+    assert gone["removed"] is True
+    after = b.run("recall", "x", code=4)
+    assert "Not logged in" in after["errors"][0]["message"]
+
+
+@pytest.fixture
+def oauth(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBoxOAuth]:
+    server = FakeBoxOAuth().start()
+    for name, path in (("AUTHORIZE", "/authorize"), ("TOKEN", "/token"), ("REVOKE", "/revoke")):
+        monkeypatch.setenv(f"BOX_OAUTH_{name}_URL", server.base_url + path)
+    monkeypatch.delenv("BOX_ACCESS_TOKEN", raising=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None:
+    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id, "BOX_CLIENT_SECRET": oauth.client_secret}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "box_memory",
+            "auth",
+            "login",
+            "--no-browser",
+            "--port",
+            "0",
+            "--timeout",
+            "30",
+            "--json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    url = ""
+    for _ in range(5):
+        line = proc.stderr.readline()
+        if line.startswith("http"):
+            url = line.strip()
+            break
+    assert url.startswith(oauth.base_url + "/authorize?"), url
+    # Play the browser: the fake server redirects to the CLI's loopback callback.
+    httpx.get(url, follow_redirects=True, timeout=10)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    data = json.loads(out)["data"]
+    assert (data["logged_in"], data["has_refresh"], data["source"]) == (True, True, "store")
+    saved = auth.load_credentials()
+    assert saved is not None and saved.access_token in oauth.access_tokens
+    for secret in saved.secrets():
+        assert secret and secret not in out + err
+    logout = cli.json("auth", "logout")["data"]
+    assert logout["removed"] is True and set(logout["revoked"]) == {"access_token", "refresh_token"}
+    assert auth.load_credentials() is None
