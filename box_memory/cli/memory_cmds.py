@@ -46,11 +46,9 @@ def init_cmd(
 
         chosen = backend or ("cloud" if parent is not None else "local")
         if chosen == "cloud":
-            from box_memory.store.boxmcp import init_cloud_workspace  # type: ignore[import-not-found,unused-ignore]
-
-            return init_cloud_workspace(
-                name, parent=parent or "0", teams=team or [], layout=layout, reinit=reinit
-            )
+            if path is not None:
+                raise InvalidInput("--path is for a local workspace; a cloud one takes --parent FOLDER_ID")
+            return init_cloud(name, parent, team or [], layout, reinit)
         if chosen != "local":
             raise InvalidInput(f"unknown backend {chosen!r} (expected local or cloud)")
         return init_local(name, path, team or [], layout, reinit)
@@ -90,6 +88,30 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
         lines.append(f"Added: {', '.join(report['created'])}")
     lines.append(f"Teams: {', '.join(ws.config.teams)}")
     return Outcome(data, lines)
+
+
+def init_cloud(name: str, parent: str | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
+    """Cloud init: folder NAME under Box folder `parent` (default the root, after a warning)."""
+    from box_memory.store.boxmcp import init_cloud_workspace
+
+    data = init_cloud_workspace(name, parent=parent or "0", teams=teams, layout=layout, reinit=reinit)
+    warnings = list(data.pop("warnings", []))
+    if parent is None:
+        warnings.insert(
+            0,
+            "no --parent given: the workspace folder is created in your Box root (All Files), which is "
+            "broad; pass --parent FOLDER_ID to put it elsewhere",
+        )
+    verb = "Workspace already existed at" if data["existed"] else "Created workspace at"
+    lines = [
+        f"{verb} [bold]{escape(data['workspace'])}[/bold] '{escape(data['name'])}' (now the default)",
+        f"  Box folder: {data['web_url']}",
+        f"  tier: {data['tier']}; metadata template: {data['metadata_template_key'] or 'none'}",
+    ]
+    if data["existed"] and data["created"]:
+        lines.append(f"Added: {', '.join(data['created'])}")
+    lines.append(f"Teams: {', '.join(data['teams'])}")
+    return Outcome(data, lines, warnings=warnings)
 
 
 def _read_content(content: str | None) -> str | bytes:

@@ -150,8 +150,24 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
         if not opts.json:
             Printer(sys.stderr).line(f"[red]error:[/red] {escape(outcome.errors[0]['message'])}")
             raise SystemExit(1) from None
+    finally:
+        extra = close_backends()
+    if extra:
+        outcome.warnings = [*outcome.warnings, *extra]
     emit(command, opts, outcome, started)
     raise SystemExit(outcome.exit_code)
+
+
+def close_backends() -> list[str]:
+    """End the command's Box MCP session, if it opened one (one session per command), and return
+    the warnings the cloud store collected. Never imports the network stack itself."""
+    cloud = sys.modules.get("box_memory.store.boxmcp")
+    if cloud is None:
+        return []
+    try:
+        return list(cloud.close_all())
+    except Exception:  # closing must never turn a finished command into a failure
+        return []
 
 
 def one_line(text: str) -> str:
