@@ -203,7 +203,12 @@ class FileLock:
             return None, b""
         renewed: float | None = None
         with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
-            t = parse_time(orjson.loads(raw).get("renewed_at"))
+            body = orjson.loads(raw)
+            if body.get("released_at"):
+                # Released by the cloud backend: Box has no delete tool, so its lease file stays
+                # behind (synced here by Box Drive) marked released. It is free, not held.
+                return float("inf"), raw
+            t = parse_time(body.get("renewed_at"))
             renewed = t.timestamp() if t else None
         # A half-written or foreign lock still ages by its mtime, so it can never wedge writers.
         last = max(renewed or 0.0, st.st_mtime)
