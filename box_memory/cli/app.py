@@ -39,12 +39,22 @@ def _register() -> None:
         companion_cmd,
         index_cmds,
         memory_cmds,
+        recall_cmd,
         serve_cmd,
         status_cmd,
         team_cmd,
     )
 
-    for module in (memory_cmds, companion_cmd, index_cmds, status_cmd, team_cmd, brain_cmd, serve_cmd):
+    for module in (
+        memory_cmds,
+        companion_cmd,
+        index_cmds,
+        status_cmd,
+        team_cmd,
+        recall_cmd,
+        brain_cmd,
+        serve_cmd,
+    ):
         module.register(app)
 
 

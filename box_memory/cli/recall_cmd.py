@@ -1,0 +1,129 @@
+"""recall: find memories by id, [[Title]], slug, filters or free text. [/box-recall]"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
+from box_memory.cli.output import Outcome, escape, run
+
+if TYPE_CHECKING:
+    from box_memory.recall import RecallResult
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recall")(recall_cmd)
+
+
+def recall_cmd(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="mem_ id, Box file id, [[Title]], slug, kind:/tag:/team:/status: filters, or free text."
+        ),
+    ],
+    kind: Annotated[str | None, typer.Option("--kind", "-k", help="Only this kind.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only with this tag (repeat = AND).")] = None,
+    team: Annotated[str | None, typer.Option("--team", help="Only this team.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="updated_at on or after DATE.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="updated_at on or before DATE.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most N hits.")] = 10,
+    include_superseded: Annotated[
+        bool,
+        typer.Option(
+            "--include-superseded", help="Also show superseded, archived and expired memories (flagged)."
+        ),
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="Print the best match's whole memory.")] = False,
+    no_brain: Annotated[
+        bool, typer.Option("--no-brain", help="Leave out Box Brain (source-backed) hits.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Find memories, best first. Never writes to the workspace. [/box-recall]"""
+    o = opts(json_, quiet, verbose, workspace)
+
+    def go() -> Outcome:
+        from box_memory.recall import RecallRequest, recall
+        from box_memory.workspace import open_workspace
+
+        res = recall(
+            open_workspace(o.workspace),
+            RecallRequest(
+                query=query,
+                kind=kind,
+                tags=tag or [],
+                team=team,
+                status=status,
+                since=since,
+                until=until,
+                limit=limit,
+                include_superseded=True if include_superseded else None,
+                full=full,
+                brain=not no_brain,
+            ),
+        )
+        return Outcome(res.data, _lines(res, verbose, sys.stdout.isatty()), warnings=res.warnings)
+
+    run("recall", o, go)
+
+
+def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
+    """Plain text off a terminal; rich markup (highlighted matches) on one."""
+    data = res.data
+    esc = escape if tty else _plain
+    if data.get("full"):
+        f = data["full"]
+        return [f"[bold]{f['id']}[/bold]  [dim]{esc(f['path'])}[/dim]", esc(f["content"].rstrip("\n"))]
+    lines: list[str] = []
+    for i, h in enumerate(data["hits"], 1):
+        flag = ""
+        if h.get("flag") or h.get("superseded"):
+            flag = f"  [yellow]({h.get('flag') or 'superseded'} - current: {h.get('current_id')})[/yellow]"
+        lines.append(
+            f"{i:>2}. [bold]{esc(h['title'])}[/bold]  {h['kind']} · {h['status']} · team {esc(h['team'])}"
+            f"  [dim]{h['score']:g} {h['matched_on']}[/dim]{flag}"
+        )
+        tags = f"  tags: {esc(', '.join(h['tags']))}" if h["tags"] else ""
+        lines.append(f"    [dim]{h['id']}  {esc(h['path'])}  {h['updated_at']}{tags}[/dim]")
+        if h["excerpt"]:
+            text = _highlight(h["excerpt"], res.marks.get(h["id"], [])) if tty else h["excerpt"]
+            lines.append(f"    {text}")
+    if data.get("brain"):
+        lines.append("Box Brain (source-backed):")
+        for h in data["brain"]:
+            lines.append(f"  - [bold]{esc(h['name'])}[/bold]  {esc(h['url'] or h['path'] or '')}")
+            if h.get("excerpt"):
+                lines.append(f"    [dim]{esc(h['excerpt'])}[/dim]")
+    if verbose:
+        c = data["cache"]
+        lines.append(
+            f"[dim]route {data['route']}; cache: {c['folders']} folders, re-read {c['reread_folders']} "
+            f"folders / {c['reread_files']} files in {c['refresh_ms']} ms"
+            f"{' (rebuilt)' if c['rebuilt'] else ''}[/dim]"
+        )
+    return lines
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def _highlight(text: str, marks: list[tuple[int, int]]) -> str:
+    out: list[str] = []
+    pos = 0
+    for a, b in sorted(marks):
+        if a < pos:
+            continue
+        out.append(escape(text[pos:a]))
+        out.append(f"[bold yellow]{escape(text[a:b])}[/bold yellow]")
+        pos = b
+    out.append(escape(text[pos:]))
+    return "".join(out)

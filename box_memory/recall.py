@@ -1,0 +1,675 @@
+"""Recall: query shapes, routes, the scoring ladder, excerpts (cli.md, `recall`).
+
+Reads the workspace's indexes and memory files through the local recall cache
+(`recall_cache.py`); never writes to the workspace and never calls the network on a local one.
+
+Route: memory id -> Box file id -> `[[wikilink]]` -> slug -> structured filter -> free text over
+titles, slugs and tags -> body full-text (BM25). Free-text scoring per entry: the whole query
+equals the title 10, the slug (or the query's slugified form) 8, a tag (or its normalised form) 6;
+otherwise the best partial field over the query tokens - a token inside the title 4, the slug 3, a
+tag 2 (case-insensitive substring) - plus 0.1 per further distinct token matching anywhere (body
+included), at most +0.9; body-only matches 1 + 0.9 * bm25 / best bm25 of the result. Ties go to
+the newest `updated_at`.
+
+Query tokens are the query's words (`\\w+`, case-folded) minus a short list of English stopwords
+and single letters (unless nothing else is left): without that, "what did we decide about auth"
+would match every title containing "we" or "at" as a substring.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from operator import itemgetter
+from typing import Any
+
+import orjson
+
+from box_memory.errors import InvalidInput
+from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
+from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
+from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, RecallCache, folded, with_cache
+from box_memory.workspace import Workspace
+
+DEFAULT_LIMIT = 10
+BRAIN_LIMIT = 8
+EXCERPT_CHARS = 200
+LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
+MATCHED_ON = ("title", "slug", "tag", "wikilink", "body", "id", "filter")
+
+_STOPWORD_LIST = [
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
+    "at", "be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "had", "has",
+    "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now",
+    "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own", "same",
+    "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then",
+    "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up",
+    "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why",
+    "will", "with", "would", "you", "your", "yours"
+]  # fmt: skip
+STOPWORDS = frozenset(_STOPWORD_LIST)
+_WORD_RE = re.compile(r"\w+")
+_STRUCT_RE = re.compile(r"^(kind|tag|team|status):(\S+)$", re.IGNORECASE)
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+class RecallRequest:
+    """What to recall. `include_superseded=None` lets the workspace setting decide."""
+
+    def __init__(
+        self,
+        query: str,
+        *,
+        kind: str | None = None,
+        tags: list[str] | None = None,
+        team: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        include_superseded: bool | None = None,
+        full: bool = False,
+        brain: bool = True,
+    ) -> None:
+        self.query = query
+        self.kind = kind
+        self.tags = list(tags or [])
+        self.team = team
+        self.status = status
+        self.since = since
+        self.until = until
+        self.limit = limit
+        self.include_superseded = include_superseded
+        self.full = full
+        self.brain = brain
+
+
+class RecallResult:
+    """`data` is the `--json` payload; `marks` the highlighted spans of each hit's excerpt."""
+
+    def __init__(self, data: dict[str, Any], warnings: list[str], marks: dict[str, list[tuple[int, int]]]):
+        self.data = data
+        self.warnings = warnings
+        self.marks = marks
+
+
+class Filters:
+    """Structured filters; every one given must hold (repeats intersect)."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.statuses: list[str] = []
+        self.teams: list[str] = []
+        self.tags: list[str] = []
+        self.since: float | None = None
+        self.until: float | None = None
+
+    def any(self) -> bool:
+        return bool(self.kinds or self.statuses or self.teams or self.tags) or (
+            self.since is not None or self.until is not None
+        )
+
+    def asks_hidden(self) -> bool:
+        """An explicit `status:superseded` (or archived) asks for what is hidden by default."""
+        return any(s in HIDDEN_STATUSES for s in self.statuses)
+
+    def sql(
+        self, include_hidden: bool, now: float, *, alias: str = "e", entry_only: bool = False
+    ) -> tuple[str, dict[str, Any]]:
+        """A WHERE fragment: fixed column names, every value a named parameter.
+
+        `alias` may name `entries` or `postings` for what both carry (visibility, updated time);
+        `entry_only` leaves those out and keeps what only `entries`/`tags` know (kind, status, team, tags).
+        """
+        parts: list[str] = []
+        params: dict[str, Any] = {}
+
+        def param(value: Any) -> str:
+            name = f"{alias}f{len(params)}"
+            params[name] = value
+            return ":" + name
+
+        for col, values in (("kind", self.kinds), ("status", self.statuses), ("team", self.teams)):
+            parts += [f"e.{col} = {param(v)}" for v in dict.fromkeys(values)]
+        for t in dict.fromkeys(self.tags):
+            # `/` nests: tag:auth also finds auth/jwt (the keys between "auth/" and "auth0").
+            eq, lo, hi = param(t), param(t + "/"), param(t + "0")
+            parts.append(
+                f"e.rid IN (SELECT rid FROM tags WHERE tag = {eq} "  # noqa: S608
+                f"UNION ALL SELECT rid FROM tags WHERE tag > {lo} AND tag < {hi})"
+            )
+        if entry_only:
+            return (" AND ".join(parts) or "1"), params
+        if alias != "e":
+            parts = []
+        uts = "updated_ts" if alias == "e" else "uts"
+        if self.since is not None:
+            parts.append(f"{alias}.{uts} >= {param(self.since)}")
+        if self.until is not None:
+            parts.append(f"{alias}.{uts} <= {param(self.until)}")
+        if not include_hidden:
+            parts.append(
+                f"{alias}.hidden = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > {param(now)})"
+            )
+        return (" AND ".join(parts) or "1"), params
+
+    def entry_level(self) -> bool:
+        return bool(self.kinds or self.statuses or self.teams or self.tags)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kinds,
+            "tag": self.tags,
+            "team": self.teams,
+            "status": self.statuses,
+            "since": self.since,
+            "until": self.until,
+        }
+
+
+class Row(tuple):  # type: ignore[type-arg]
+    """One cached index entry, as selected by ENTRY_COLS (a tuple: cheap to build by the thousand)."""
+
+    __slots__ = ()
+    rid: int
+    id: str
+    folder: str
+    path: str
+    title: str
+    slug: str
+    kind: str
+    status: str
+    team: str
+    tags: str
+    updated_at: str
+    updated_ts: float | None
+    expires_ts: float | None
+    superseded_by: str | None
+    hidden: int
+    file_id: str | None
+
+
+for _i, _name in enumerate(ENTRY_FIELDS):
+    setattr(Row, _name, property(itemgetter(_i)))
+
+
+class Hit:
+    __slots__ = ("matched_on", "row", "score")
+
+    def __init__(self, row: Row, score: float, matched_on: str) -> None:
+        self.row = row
+        self.score = score
+        self.matched_on = matched_on
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+
+def tokens_of(text: str) -> list[str]:
+    words = list(dict.fromkeys(_WORD_RE.findall(text.casefold())))
+    kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    return kept or words
+
+
+def _date(value: str, *, end_of_day: bool) -> float:
+    t = parse_time(value)
+    if t is None:
+        raise InvalidInput(f"invalid date {value!r}: use ISO-8601 (2026-05-22 or 2026-05-22T18:32:00Z)")
+    if end_of_day and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        return t.timestamp() + 86400 - 0.001  # --until 2026-05-22 includes that whole day
+    return t.timestamp()
+
+
+def _add_filter(f: Filters, key: str, value: str, ws: Workspace) -> None:
+    key = key.lower()
+    if key == "kind":
+        if value not in KINDS:
+            raise InvalidInput(f"unknown kind {value!r} (expected one of: {', '.join(KINDS)})")
+        f.kinds.append(value)
+    elif key == "status":
+        if value not in STATUSES:
+            raise InvalidInput(f"unknown status {value!r} (expected one of: {', '.join(STATUSES)})")
+        f.statuses.append(value)
+    elif key == "team":
+        validate_team(value)
+        if value not in ws.config.teams:
+            raise InvalidInput(f"unknown team {value!r} (teams: {', '.join(ws.config.teams)})")
+        f.teams.append(value)
+    else:
+        f.tags.append(normalize_tag(value))
+
+
+def parse_filters(req: RecallRequest, ws: Workspace) -> tuple[str, Filters]:
+    """Split inline `kind:` `tag:` `team:` `status:` terms off the query; merge the options."""
+    f = Filters()
+    rest: list[str] = []
+    for term in req.query.split():
+        m = _STRUCT_RE.match(term)
+        if m:
+            _add_filter(f, m.group(1), m.group(2), ws)
+        else:
+            rest.append(term)
+    for key, val in (("kind", req.kind), ("team", req.team), ("status", req.status)):
+        if val:
+            _add_filter(f, key, val, ws)
+    for t in req.tags:
+        _add_filter(f, "tag", t, ws)
+    if req.since:
+        f.since = _date(req.since, end_of_day=False)
+    if req.until:
+        f.until = _date(req.until, end_of_day=True)
+    return " ".join(rest), f
+
+
+# --- the search -----------------------------------------------------------------------------
+# SQL text is assembled from fixed fragments (column lists, generated placeholder names); every
+# value a query holds is a bound parameter. That is what the `noqa: S608` lines below rely on.
+
+
+class Search:
+    """One recall over an up-to-date cache."""
+
+    def __init__(self, cache: RecallCache, filters: Filters, include_hidden: bool, limit: int) -> None:
+        self.db = cache.conn
+        self.filters = filters
+        self.include_hidden = include_hidden or filters.asks_hidden()
+        self.limit = limit
+        self.now = time.time()
+        self.warnings: list[str] = []
+
+    def rows(self, where: str, params: dict[str, Any], *, filtered: bool = True, tail: str = "") -> list[Row]:
+        """Entries matching `where` (named parameters), and the filters unless `filtered=False`."""
+        if filtered:
+            fsql, fparams = self.filters.sql(self.include_hidden, self.now)
+            where, params = f"({where}) AND {fsql}", {**params, **fparams}
+        sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {where} {tail}"  # noqa: S608
+        return [Row(r) for r in self.db.execute(sql, params)]
+
+    def is_hidden(self, r: Row) -> bool:
+        return bool(r.hidden) or (r.expires_ts is not None and r.expires_ts <= self.now)
+
+    def flag(self, r: Row) -> str | None:
+        if r.status in HIDDEN_STATUSES:
+            return r.status
+        if r.expires_ts is not None and r.expires_ts <= self.now:
+            return "expired"
+        return None
+
+    def current_of(self, r: Row) -> str:
+        """The current memory of `r`'s supersede chain (its own id when nothing supersedes it)."""
+        cur, seen = r, {r.id}
+        while cur.superseded_by and cur.superseded_by not in seen:
+            nxt = self.rows("e.id = :id", {"id": cur.superseded_by}, filtered=False)
+            if not nxt:
+                return cur.superseded_by
+            cur = _prefer(nxt)
+            seen.add(cur.id)
+        return cur.id
+
+    # --- direct routes ------------------------------------------------------------------
+
+    def direct(self, found: list[Row], route: str, what: str) -> list[Hit]:
+        """One memory named exactly (id, file id, wikilink, slug): hidden ones lead to their current."""
+        r = _prefer(found)
+        if self.include_hidden or not self.is_hidden(r):
+            return [Hit(r, 10.0, route)] if self._passes(r) else []
+        cur_id = self.current_of(r)
+        cur = self.rows("e.id = :id", {"id": cur_id}, filtered=False) if cur_id != r.id else []
+        if cur and not self.is_hidden(_prefer(cur)):
+            c = _prefer(cur)
+            self.warnings.append(
+                f"{what} is {self.flag(r)} ({r.id}); showing the current memory {c.id} "
+                "(--include-superseded shows the old one)"
+            )
+            return [Hit(c, 10.0, route)] if self._passes(c) else []
+        self.warnings.append(f"{what} is {self.flag(r)} ({r.id}); pass --include-superseded to show it")
+        return []
+
+    def _passes(self, r: Row) -> bool:
+        return bool(self.rows("e.rid = :rid", {"rid": r.rid}))
+
+    def by_id(self, mem_id: str) -> list[Row]:
+        return self.rows("e.id = :id", {"id": mem_id}, filtered=False)
+
+    def by_file_id(self, file_id: str) -> list[Row]:
+        return self.rows("e.file_id = :fid", {"fid": file_id}, filtered=False)
+
+    def by_title(self, title: str) -> list[Row]:
+        """Exact title first, then case-insensitive (as `by_wikilink` is read)."""
+        same = self.rows("e.title_cf = :t", {"t": folded(title)}, filtered=False)
+        return [r for r in same if r.title == title] or same
+
+    def by_slug(self, slug: str) -> list[Row]:
+        return self.rows("e.slug = :slug", {"slug": slug}, filtered=False)
+
+    # --- filter listing -----------------------------------------------------------------
+
+    def listing(self) -> list[Hit]:
+        """A structured query alone: every match, newest first.
+
+        Walking the (covering) updated-time index stops after `limit` matches, which is quick
+        unless a tag filter keeps few entries: then the tag's own entries are read and sorted.
+        """
+        fsql, params = self.filters.sql(self.include_hidden, self.now)
+        rare = False
+        if self.filters.tags:
+            total = self.db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0
+            for t in self.filters.tags:
+                n = self.db.execute(
+                    "SELECT count(*) FROM tags WHERE tag = :t OR (tag > :lo AND tag < :hi)",
+                    {"t": t, "lo": t + "/", "hi": t + "0"},
+                ).fetchone()[0]
+                rare = rare or n * 50 < total
+        if not rare:  # keep the planner on the time index: the tag test becomes a per-row probe
+            fsql = fsql.replace("e.rid IN (SELECT rid FROM tags", "+e.rid IN (SELECT rid FROM tags")
+        sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {fsql} ORDER BY e.updated_ts DESC, e.id LIMIT :lim"  # noqa: S608
+        params["lim"] = self.limit
+        return [Hit(Row(r), 0.0, "filter") for r in self.db.execute(sql, params)]
+
+    # --- free text ----------------------------------------------------------------------
+
+    def free_text(self, text: str, skip: set[int]) -> list[Hit]:
+        """Title/slug/tag matches scored by the ladder in SQL, then body-only hits if room is left."""
+        tokens = tokens_of(text)
+        hits = self._field_hits(text, tokens, skip)
+        if len(hits) < self.limit and tokens:
+            hits += self._body_only(tokens, skip | {h.row.rid for h in hits}, self.limit - len(hits))
+        return hits
+
+    def _field_hits(self, text: str, tokens: list[str], skip: set[int]) -> list[Hit]:
+        """The best `limit` entries by the title/slug/tag ladder.
+
+        Exact matches (whole query = title 10 / slug 8 / tag 6) come from their indexes. Partial
+        ones come from `postings` alone: for each token, the title/slug/tag words containing it
+        (a scan of the small word list) give every entry where the token is inside a field, with
+        that field's weight (title 4, slug 3, tag 2); the +0.1 per further token looks at the
+        body only for a token no field of that entry holds. Scores are compared as integer
+        tenths, so equal scores tie exactly and go to the newest.
+        """
+        qn = folded(text)
+        keys = {
+            "qn": qn,
+            "qslug": slugify(text) if _ASCII_ALNUM.search(text) else qn,
+            "qtag": _safe_tag(text) or qn,
+        }
+        exact: list[Hit] = []
+        rows = self.rows(
+            "e.title_cf = :qn OR e.slug_cf IN (:qn, :qslug) "
+            "OR e.rid IN (SELECT rid FROM tags WHERE tag IN (:qn, :qtag))",
+            keys,
+        )
+        for r in rows:
+            if r.rid in skip:
+                continue
+            if folded(r.title) == qn:
+                exact.append(Hit(r, 10.0, "title"))
+            elif folded(r.slug) in (qn, keys["qslug"]):
+                exact.append(Hit(r, 8.0, "slug"))
+            else:
+                exact.append(Hit(r, 6.0, "tag"))
+        if not tokens:
+            return exact
+        p: dict[str, Any] = {"skip": _json_ints(skip | {h.row.rid for h in exact}), "lim": self.limit}
+        psql, pparams = self.filters.sql(self.include_hidden, self.now, alias="p")
+        p.update(pparams)
+        parts: list[str] = []
+        for i, t in enumerate(tokens):
+            p[f"b{i}"] = _phrase(t)
+            words = [w for (w,) in self.db.execute("SELECT word FROM vocab WHERE instr(word, ?) > 0", (t,))]
+            if len(words) == 1:  # one (word, rid) posting per entry: no grouping needed
+                p[f"w{i}"] = words[0]
+                parts.append(
+                    f"SELECT p.rid, p.field, p.uts, {1 << i} AS bit FROM postings p "  # noqa: S608
+                    f"WHERE p.word = :w{i} AND {psql}"
+                )
+            elif words:
+                p[f"w{i}"] = orjson.dumps(words).decode()
+                parts.append(
+                    f"SELECT p.rid, max(p.field) AS field, p.uts, {1 << i} AS bit FROM postings p "  # noqa: S608
+                    f"WHERE p.word IN (SELECT value FROM json_each(:w{i})) AND {psql} GROUP BY p.rid"
+                )
+        if not parts:
+            return exact
+        if len(tokens) > 1:  # the body is read only for a token no field of the entry holds
+            found = " + ".join(
+                f"((mask & {1 << i}) > 0 OR rid IN (SELECT rowid FROM fts WHERE fts MATCH :b{i}))"  # noqa: S608
+                for i in range(len(tokens))
+            )
+        else:
+            found = "1"
+        where = "rid NOT IN (SELECT value FROM json_each(:skip))"
+        if self.filters.entry_level():
+            esql, eparams = self.filters.sql(self.include_hidden, self.now, entry_only=True)
+            p.update(eparams)
+            where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
+        sql = f"""
+            WITH hit AS ({" UNION ALL ".join(parts)}),
+            per AS MATERIALIZED (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
+            SELECT rid, best, best * 10 + min(9, ({found}) - 1) AS tenths FROM per
+            WHERE {where}
+            ORDER BY tenths DESC, uts DESC, rid LIMIT :lim"""  # noqa: S608
+        top = self.db.execute(sql, p).fetchall()
+        full = {
+            r.rid: r
+            for r in self.rows(
+                "e.rid IN (SELECT value FROM json_each(:r))",
+                {"r": _json_ints(t[0] for t in top)},
+                filtered=False,
+            )
+        }
+        on = {4: "title", 3: "slug", 2: "tag"}
+        return exact + [Hit(full[rid], tenths / 10, on[best]) for rid, best, tenths in top if rid in full]
+
+    def _body_only(self, tokens: list[str], skip: set[int], k: int) -> list[Hit]:
+        """Body-only matches by BM25, scaled to 1..1.9 against the best of them."""
+        fsql, params = self.filters.sql(self.include_hidden, self.now)
+        sql = (
+            f"SELECT bm25(fts) AS r, {ENTRY_COLS} FROM fts JOIN entries e ON e.rid = fts.rowid "  # noqa: S608
+            f"WHERE fts MATCH :q AND e.rid NOT IN (SELECT value FROM json_each(:skip)) AND {fsql} "
+            "ORDER BY r, e.updated_ts DESC, e.id LIMIT :k"
+        )
+        params.update(q=" OR ".join(_phrase(t) for t in tokens), skip=_json_ints(skip), k=k)
+        got = [(-r[0], Row(r[1:])) for r in self.db.execute(sql, params)]
+        top = max((g for g, _ in got), default=0.0)
+        return [Hit(r, round(1 + (0.9 * g / top if top > 0 else 0.0), 6), "body") for g, r in got]
+
+    # --- output -------------------------------------------------------------------------
+
+    def bodies(self, rids: list[int]) -> dict[int, str]:
+        return dict(
+            self.db.execute(
+                "SELECT rowid, body FROM fts WHERE rowid IN (SELECT value FROM json_each(:rids))",
+                {"rids": _json_ints(rids)},
+            )
+        )
+
+
+def _json_ints(values: Any) -> str:
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
+
+
+def _phrase(token: str) -> str:
+    """An FTS5 string literal: whatever the token holds, it is matched as text, not syntax."""
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _safe_tag(text: str) -> str | None:
+    try:
+        return normalize_tag(text)
+    except InvalidInput:
+        return None
+
+
+def _prefer(rows: list[Row]) -> Row:
+    """The memory a name means when several share it: live first, then the newest (as the index maps)."""
+    return max(rows, key=lambda r: (r.status in LIVE, r.updated_at, r.id))
+
+
+def _tags(r: Row) -> list[str]:
+    tags = orjson.loads(r.tags)
+    return [str(t) for t in tags] if isinstance(tags, list) else []
+
+
+# --- excerpts -------------------------------------------------------------------------------
+
+
+def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """~200 characters of the body around the first match (else its opening), with match spans."""
+    lines = body.strip().splitlines()
+    if lines and lines[0].lstrip("# ").strip() == title.strip() and lines[0].startswith("#"):
+        lines = lines[1:]
+    flat = " ".join(" ".join(lines).split())
+    if not flat:
+        return "", []
+    pats = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if t]
+    rx = re.compile("|".join(pats), re.IGNORECASE) if pats else None
+    m = rx.search(flat) if rx else None
+    if m is None and terms:
+        # Stemmed body matches ("decide" found "decided"): fall back to the word's stem.
+        stems = [re.escape(t[: max(3, len(t) - 3)]) for t in terms if len(t) > 3]
+        if stems:
+            rx = re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNORECASE)
+            m = rx.search(flat)
+    start = 0
+    if m is not None and m.start() > EXCERPT_CHARS // 3:
+        start = m.start() - EXCERPT_CHARS // 3
+        sp = flat.find(" ", start)
+        start = sp + 1 if 0 <= sp < m.start() else start
+    end = start + EXCERPT_CHARS
+    if end < len(flat):
+        sp = flat.rfind(" ", start + EXCERPT_CHARS // 2, end)
+        end = sp if sp > 0 else end
+    text = flat[start:end]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(flat) else ""
+    marks = [(a.start() + len(prefix), a.end() + len(prefix)) for a in rx.finditer(text)] if rx else []
+    return prefix + text + suffix, marks
+
+
+# --- the entry point ------------------------------------------------------------------------
+
+
+def brain_hits(ws: Workspace, query: str, limit: int = BRAIN_LIMIT) -> list[dict[str, Any]]:
+    """The "Box Brain (source-backed)" section (brain-sync.md): imported Box documents.
+
+    At most `limit` hits, each with its Box URL, from the local brain store (sqlite3 only: no
+    network import); sources of other workspaces are left out. No store -> no hits.
+    """
+    from box_memory.brain.search import search
+
+    return search(query, limit=limit, workspace=ws.describe())
+
+
+def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
+    """Answer one recall. Raises InvalidInput (exit 2) for bad filters, dates or limits."""
+    if req.limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    text, filters = parse_filters(req, ws)
+    text = text.strip()
+    if not text and not filters.any():
+        raise InvalidInput("empty query: give words, an id, [[Title]], a slug or filters like kind:decision")
+    include = req.include_superseded
+    if include is None:
+        include = bool(ws.config.settings.get("include_superseded_in_recall"))
+    return with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
+
+
+def _run(
+    ws: Workspace,
+    req: RecallRequest,
+    text: str,
+    filters: Filters,
+    include: bool,
+    cache: RecallCache,
+    stale: list[str],
+) -> RecallResult:
+    s = Search(cache, filters, include, req.limit)
+    route = "text"
+    hits: list[Hit] = []
+    terms = tokens_of(text)
+    dangling = False
+    if is_memory_id(text):
+        route, terms = "id", []
+        found = s.by_id(text)
+        if found:
+            hits = s.direct(found, "id", f"memory {text}")
+        else:
+            s.warnings.append(f"no memory with id {text}")
+    elif text.isdigit() and len(text) >= 10 and (found := s.by_file_id(text)):
+        route, terms = "file_id", []
+        hits = s.direct(found, "id", f"Box file {text}")
+    elif text.startswith("[[") and text.endswith("]]"):
+        route = "wikilink"
+        title = text[2:-2].strip()
+        terms = tokens_of(title)
+        found = s.by_title(title) if title else []
+        if found:
+            hits = s.direct(found, "wikilink", f"[[{title}]]")
+        else:
+            dangling = True
+            s.warnings.append(f"dangling wikilink [[{title}]]: no memory has that title")
+    elif not text:
+        route = "filter"
+        hits = s.listing()
+    else:
+        if is_slug(text) and (found := s.by_slug(text)):
+            route = "slug"
+            if s.is_hidden(_prefer(found)) and not s.include_hidden:
+                # An old slug: its chain leads to the current memory (free text scores the rest).
+                hits = s.direct(found, "slug", f"slug {text}")
+                for h in hits:
+                    h.score = 8.0
+        hits += s.free_text(text, {h.row.rid for h in hits})
+    hits.sort(key=lambda h: (-h.score, -(h.row.updated_ts or 0.0), h.row.id))
+    hits = hits[: req.limit]
+
+    bodies = s.bodies([h.row.rid for h in hits])
+    show_flags = s.include_hidden
+    out: list[dict[str, Any]] = []
+    marks: dict[str, list[tuple[int, int]]] = {}
+    for h in hits:
+        r = h.row
+        exc, spans = excerpt(bodies.get(r.rid, ""), r.title, terms)
+        hit: dict[str, Any] = {
+            "id": r.id,
+            "title": r.title,
+            "kind": r.kind,
+            "status": r.status,
+            "team": r.team,
+            "tags": _tags(r),
+            "score": h.score,
+            "matched_on": h.matched_on,
+            "path": r.path,
+            "updated_at": r.updated_at,
+            "excerpt": exc,
+        }
+        if show_flags:
+            cur = s.current_of(r)
+            hit["superseded"] = r.status == "superseded" or cur != r.id
+            hit["current_id"] = cur
+            hit["flag"] = s.flag(r)
+        out.append(hit)
+        marks[r.id] = spans
+    data: dict[str, Any] = {
+        "query": req.query,
+        "route": route,
+        "filters": filters.describe(),
+        "include_superseded": s.include_hidden,
+        "limit": req.limit,
+        "count": len(out),
+        "hits": out,
+        "brain": brain_hits(ws, text) if req.brain else [],
+        "cache": cache.stats.as_dict(),
+    }
+    if dangling:
+        data["dangling"] = True
+    if req.full and out:
+        best = out[0]
+        raw = ws.store.read_bytes(best["path"])
+        data["full"] = {"id": best["id"], "path": best["path"], "content": raw.decode("utf-8", "replace")}
+    warnings = [*stale, *s.warnings]
+    if not out and not dangling and route not in ("id",):
+        warnings.append("no memories match" + (f" {text!r}" if text else " these filters"))
+    return RecallResult(data, warnings, marks)

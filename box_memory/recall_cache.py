@@ -1,0 +1,437 @@
+"""The local recall cache: a derived SQLite (FTS5) copy of a workspace's indexes and memory bodies.
+
+Never the source of truth. One database per workspace under `user_dirs().recall_cache_dir`, keyed
+by the workspace root. Each call compares cheap signatures (the stat of every folder's
+`_index.json` and of the folder itself) with what the cache recorded; only a folder whose
+signature changed is re-read, and in it only the memory files whose index entry or file stat
+changed. A missing, foreign or corrupt database is rebuilt transparently; a database that cannot
+be opened at all (read-only cache dir, held lock) falls back to an in-memory one for that call.
+
+The per-folder staleness verdict (format spec section 5) is computed when a folder is re-read and
+kept with its signatures, so a warm call re-lists nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from box_memory.errors import BoxMemoryError, NotFound
+from box_memory.model import HIDDEN_STATUSES, parse_time
+from box_memory.store.base import join
+from box_memory.workspace import INDEX_NAME, Workspace
+
+SCHEMA_VERSION = "5"
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
+CREATE TABLE folders(folder TEXT PRIMARY KEY, index_sig TEXT, dir_sig TEXT, warnings TEXT NOT NULL)
+  WITHOUT ROWID;
+CREATE TABLE entries(
+  rid INTEGER PRIMARY KEY,
+  folder TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, file_id TEXT,
+  title TEXT NOT NULL, title_cf TEXT NOT NULL, slug TEXT NOT NULL, kind TEXT, status TEXT,
+  team TEXT, tags TEXT NOT NULL, updated_at TEXT, updated_ts REAL, expires_ts REAL,
+  superseded_by TEXT, hidden INTEGER NOT NULL,
+  slug_cf TEXT NOT NULL, tags_cf TEXT NOT NULL);
+CREATE UNIQUE INDEX entries_key ON entries(folder, id);
+CREATE INDEX entries_id ON entries(id);
+CREATE INDEX entries_slug ON entries(slug);
+CREATE INDEX entries_slug_cf ON entries(slug_cf);
+CREATE INDEX entries_listing ON entries(updated_ts, hidden, expires_ts, kind, status, team);
+CREATE INDEX entries_title ON entries(title_cf);
+CREATE INDEX entries_file ON entries(file_id) WHERE file_id IS NOT NULL;
+CREATE TABLE src(rid INTEGER PRIMARY KEY, entry BLOB NOT NULL, file_sig TEXT);
+CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
+CREATE INDEX tags_rid ON tags(rid);
+CREATE VIRTUAL TABLE fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE postings(
+  word TEXT NOT NULL, rid INTEGER NOT NULL, field INTEGER NOT NULL, uts REAL, hidden INTEGER NOT NULL,
+  expires_ts REAL, PRIMARY KEY(word, rid)) WITHOUT ROWID;
+CREATE INDEX postings_rid ON postings(rid);
+CREATE TABLE vocab(word TEXT PRIMARY KEY) WITHOUT ROWID;
+"""
+
+ENTRY_FIELDS = [
+    "rid", "id", "folder", "path", "title", "slug", "kind", "status", "team", "tags", "updated_at",
+    "updated_ts", "expires_ts", "superseded_by", "hidden", "file_id"
+]  # fmt: skip
+ENTRY_COLS = ", ".join(f"e.{c}" for c in ENTRY_FIELDS)
+
+WORD_RE = re.compile(r"\w+")
+_FM_CLOSE = re.compile(r"\r?\n---[ \t]*(?:\r?\n|\Z)")
+_EXPIRES = re.compile(r"^expires_at:[ \t]*['\"]?([^'\"\r\n]+)", re.M)
+
+
+def cache_path(ws: Workspace) -> str:
+    from box_memory.paths import user_dirs
+
+    key = hashlib.sha256(ws.describe().encode("utf-8")).hexdigest()[:24]
+    return str(user_dirs().recall_cache_dir / f"{key}.sqlite3")
+
+
+def split_body(raw: bytes) -> tuple[str, str]:
+    """(frontmatter text, body) without a YAML parse: the index already carries the metadata."""
+    text = raw.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.startswith("---"):
+        m = _FM_CLOSE.search(text, 3)
+        if m:
+            return text[3 : m.start()], text[m.end() :]
+    return "", text
+
+
+def folded(text: str) -> str:
+    """Case-folded with whitespace runs collapsed: how titles, slugs and tags are compared."""
+    return " ".join(text.split()).casefold()
+
+
+def _ts(value: object) -> float | None:
+    t = parse_time(value)
+    return t.timestamp() if t is not None else None
+
+
+def signature(ws: Workspace, path: str) -> str | None:
+    """What changes whenever `path` is replaced or its directory entries change.
+
+    On a local folder this is one `os.stat` (inode, size, mtime and ctime in ns: an atomic
+    replace always gets a new inode, even within one clock tick); elsewhere the store's own stat
+    (size, modified, id, etag, sha1).
+    """
+    store = ws.store
+    root = getattr(store, "root", None)
+    if store.kind == "local" and root is not None:
+        try:
+            # os.stat on a joined string: one syscall, no Path objects on the warm path.
+            st = os.stat(os.path.join(root, path) if path else root)  # noqa: PTH116, PTH118
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    e = store.stat(path)
+    return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
+
+
+class Refresh:
+    """What one freshness check did (for --verbose and the benchmark)."""
+
+    def __init__(self, memory_only: bool) -> None:
+        self.folders = 0
+        self.reread_folders = 0
+        self.reread_files = 0
+        self.removed = 0
+        self.rebuilt = False
+        self.memory_only = memory_only
+        self.ms = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rebuilt": self.rebuilt,
+            "memory_only": self.memory_only,
+            "folders": self.folders,
+            "reread_folders": self.reread_folders,
+            "reread_files": self.reread_files,
+            "removed": self.removed,
+            "refresh_ms": round(self.ms, 1),
+        }
+
+
+class RecallCache:
+    """One open cache database for one workspace."""
+
+    def __init__(self, ws: Workspace, path: str) -> None:
+        self.ws = ws
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+        self.stats = Refresh(memory_only=path == ":memory:")
+
+    # --- opening ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        memory = self.path == ":memory:"
+        if not memory:
+            Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db = db
+        db.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost last refresh is redone
+        if not memory:
+            with contextlib.suppress(OSError):
+                Path(self.path).chmod(0o600)  # holds memory text: private like the brain store
+        if not self._has_schema():
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN IMMEDIATE")  # two first recalls at once: one creates, one waits
+            try:
+                if not self._has_schema():
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("schema", SCHEMA_VERSION), ("root", self.ws.describe())],
+                    )
+                    self.stats.rebuilt = True
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+        meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+        if meta.get("schema") != SCHEMA_VERSION or meta.get("root") != self.ws.describe():
+            raise sqlite3.DatabaseError("recall cache belongs to another schema or workspace")
+
+    def _has_schema(self) -> bool:
+        q = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        return bool(self.conn.execute(q).fetchone()[0])
+
+    def close(self) -> None:
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        assert self.db is not None
+        return self.db
+
+    # --- freshness ----------------------------------------------------------------------
+
+    def refresh(self) -> list[str]:
+        """Bring the cache up to date with the workspace; return its stale-index warnings."""
+        started = time.perf_counter()
+        folders = self.ws.index_folders()
+        sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
+        self.stats.folders = len(folders)
+        rows = self._folder_rows()
+        if any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or set(rows) - set(folders):
+            db = self.conn
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._folder_rows()  # another process may have refreshed meanwhile
+                for f in folders:
+                    if rows.get(f, (None, None, None))[:2] != sigs[f]:
+                        self._reread_folder(f, sigs[f])
+                for f in set(rows) - set(folders):
+                    self._drop_folder(f)
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+            rows = self._folder_rows()
+        self.stats.ms = (time.perf_counter() - started) * 1000
+        return [w for f in folders for w in orjson.loads(rows[f][2])]
+
+    def _folder_rows(self) -> dict[str, tuple[Any, Any, str]]:
+        return {
+            r[0]: (r[1], r[2], r[3])
+            for r in self.conn.execute("SELECT folder, index_sig, dir_sig, warnings FROM folders")
+        }
+
+    def _drop_folder(self, folder: str) -> None:
+        db = self.conn
+        rids = [r[0] for r in db.execute("SELECT rid FROM entries WHERE folder = ?", (folder,))]
+        self._delete_rids(rids)
+        db.execute("DELETE FROM folders WHERE folder = ?", (folder,))
+        self.stats.removed += len(rids)
+
+    def _delete_rids(self, rids: list[int]) -> None:
+        db = self.conn
+        for sql in (
+            "DELETE FROM entries WHERE rid = ?",
+            "DELETE FROM src WHERE rid = ?",
+            "DELETE FROM tags WHERE rid = ?",
+            "DELETE FROM fts WHERE rowid = ?",
+            "DELETE FROM postings WHERE rid = ?",
+        ):
+            db.executemany(sql, ((r,) for r in rids))
+
+    def _reread_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> None:
+        """Re-read one folder's index, list it, and re-read only the files that changed."""
+        from box_memory.index import FolderIndex, drift, is_memory_file, load_index
+
+        ws, db = self.ws, self.conn
+        self.stats.reread_folders += 1
+        warnings: list[str] = []
+        try:
+            idx = load_index(ws, folder)
+        except BoxMemoryError as e:
+            warnings.append(f"{e} (recall skipped this folder)")
+            idx = FolderIndex(folder, {"entries": []}, existed=False)
+        listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+        if idx.existed:
+            reasons = drift(ws, idx)
+            if reasons:
+                warnings.append(f"index of {folder}/ may be stale - run index-rebuild ({'; '.join(reasons)})")
+        elif listing:
+            warnings.append(
+                f"{folder}/ has {len(listing)} memory file(s) but no {INDEX_NAME} - run index-rebuild"
+            )
+        stat_of = {e.name: f"{e.size}:{e.modified}" for e in listing}
+        old = {
+            r[0]: (r[1], r[2], r[3])
+            for r in db.execute(
+                "SELECT e.id, e.rid, s.entry, s.file_sig FROM entries e JOIN src s ON s.rid = e.rid "
+                "WHERE e.folder = ?",
+                (folder,),
+            )
+        }
+        team_default = ws.folder_team(folder)
+        seen: set[str] = set()
+        for e in idx.entries:
+            mid = str(e.get("id") or "")
+            if not mid or mid in seen:
+                continue
+            seen.add(mid)
+            src = orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str)
+            path = str(e.get("local_path") or join(folder, str(e.get("filename") or "")))
+            file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
+            prev = old.pop(mid, None)
+            if prev is not None and prev[1] == src and prev[2] == file_sig:
+                continue
+            front, body = self._read_body(path)
+            expires = e.get("expires_at")
+            if not expires and "expires_at" in front:
+                m = _EXPIRES.search(front)
+                expires = m.group(1).strip() if m else None
+            tags = [str(t) for t in e.get("tags") or [] if t is not None]
+            title = str(e.get("title") or "")
+            slug = str(e.get("slug") or "")
+            status = str(e.get("status") or "")
+            folds = (folded(title), folded(slug), "\n".join(folded(t) for t in tags))
+            uts, exp_ts, hidden = _ts(e.get("updated_at")), _ts(expires), int(status in HIDDEN_STATUSES)
+            row = (
+                folder,
+                mid,
+                path,
+                str(e["file_id"]) if e.get("file_id") else None,
+                title,
+                folds[0],
+                slug,
+                str(e.get("kind") or ""),
+                status,
+                str(e.get("team") or team_default),
+                orjson.dumps(tags).decode(),
+                str(e.get("updated_at") or ""),
+                uts,
+                exp_ts,
+                str(e["superseded_by"]) if e.get("superseded_by") else None,
+                hidden,
+                folds[1],
+                folds[2],
+            )
+            if prev is None:
+                cur = db.execute(
+                    "INSERT INTO entries(folder, id, path, file_id, title, title_cf, slug, kind, status, "
+                    "team, tags, updated_at, updated_ts, expires_ts, superseded_by, hidden, slug_cf, "
+                    "tags_cf) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    row,
+                )
+                rid = int(cur.lastrowid or 0)
+            else:
+                rid = prev[0]
+                db.execute(
+                    "UPDATE entries SET folder=?, id=?, path=?, file_id=?, title=?, title_cf=?, slug=?, "
+                    "kind=?, status=?, team=?, tags=?, updated_at=?, updated_ts=?, expires_ts=?, "
+                    "superseded_by=?, hidden=?, slug_cf=?, tags_cf=? WHERE rid=?",
+                    (*row, rid),
+                )
+                db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+                db.execute("DELETE FROM postings WHERE rid = ?", (rid,))
+                db.execute("DELETE FROM tags WHERE rid = ?", (rid,))
+            db.execute("INSERT OR REPLACE INTO src VALUES (?, ?, ?)", (rid, src, file_sig))
+            db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (rid, body))
+            # The words of title, slug and tags, each with the best field holding it (title 4,
+            # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the
+            # field's words (tokens are \w+ runs too), so scoring needs only these rows.
+            field: dict[str, int] = {}
+            for weight, text in zip((2, 3, 4), (folds[2], folds[1], folds[0]), strict=True):
+                field.update(dict.fromkeys(WORD_RE.findall(text), weight))
+            db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in field))
+            db.executemany(
+                "INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)",
+                ((w, rid, f, uts, hidden, exp_ts) for w, f in field.items()),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO tags VALUES (?, ?)", ((folded(t), rid) for t in dict.fromkeys(tags))
+            )
+            self.stats.reread_files += 1
+        self._delete_rids([v[0] for v in old.values()])
+        self.stats.removed += len(old)
+        db.execute(
+            "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
+        )
+
+    def _read_body(self, path: str) -> tuple[str, str]:
+        try:
+            raw = self.ws.store.read_bytes(path)
+        except NotFound:
+            return "", ""
+        return split_body(raw)
+
+
+def _is_corrupt(e: sqlite3.Error) -> bool:
+    """A damaged, foreign or half-made cache file (rebuilt), as opposed to a busy or unreadable one
+    or a faulty statement (raised: deleting the cache would only hide it)."""
+    if type(e) is sqlite3.DatabaseError:  # "file is not a database", "disk image is malformed"
+        return True
+    msg = str(e).lower()
+    return isinstance(e, sqlite3.OperationalError) and any(
+        s in msg for s in ("malformed", "not a database", "no such table", "no such column", "corrupt")
+    )
+
+
+def _is_unusable(e: sqlite3.Error) -> bool:
+    msg = str(e).lower()
+    return isinstance(e, sqlite3.OperationalError) and any(
+        s in msg for s in ("locked", "busy", "unable to open", "readonly", "read-only", "disk i/o")
+    )
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            Path(path + suffix).unlink()
+
+
+@contextlib.contextmanager
+def _opened(ws: Workspace, path: str) -> Iterator[tuple[RecallCache, list[str]]]:
+    cache = RecallCache(ws, path)
+    try:
+        cache.open()
+        warnings = cache.refresh()
+        yield cache, warnings
+    finally:
+        cache.close()
+
+
+def with_cache(ws: Workspace, fn: Callable[[RecallCache, list[str]], T]) -> T:
+    """Run `fn` over a fresh cache. A corrupt or foreign cache is deleted and rebuilt once; a cache
+    that cannot be used at all (locked past the wait, unwritable) gives way to an in-memory one."""
+    path = cache_path(ws)
+    for attempt in range(2):
+        try:
+            with _opened(ws, path) as (cache, warnings):
+                return fn(cache, warnings)
+        except sqlite3.Error as e:
+            if _is_unusable(e) or (_is_corrupt(e) and attempt == 1):
+                break
+            if not _is_corrupt(e):
+                raise
+            _remove(path)
+        except OSError:
+            break
+    with _opened(ws, ":memory:") as (cache, warnings):
+        note = f"recall cache {path} is unusable; answered from a temporary in-memory copy"
+        return fn(cache, [*warnings, note])
