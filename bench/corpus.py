@@ -170,7 +170,7 @@ def generate(n: int, out: Path, *, seed: int = 7, teams: int = 4) -> dict[str, A
         folder = ws.memories_folder(scope)
         kind = rng.choices(kinds, weights=kind_w)[0]
         topics = rng.sample(TOPICS, 3)
-        rare = rng.choice(w.rare)
+        rare = rng.choice(w.rare[::2])  # odd-indexed rare words stay out of titles: body-only probes
         title = f"{topics[0].replace('-', ' ').capitalize()} {rng.choice(FILLER)} {rare} {topics[1]}"
         when = base + dt.timedelta(minutes=7 * i + rng.randint(0, 5), milliseconds=rng.randint(0, 999))
         stamp = _iso(when)
@@ -207,7 +207,13 @@ def generate(n: int, out: Path, *, seed: int = 7, teams: int = 4) -> dict[str, A
         mems[mem.id] = mem
         entries.setdefault(folder, []).append(meta)
         if i == n // 2:
-            manifest.update(probe_id=meta["id"], probe_title=title, probe_slug=slug, probe_rare=rare)
+            manifest.update(
+                probe_id=meta["id"],
+                probe_title=title,
+                probe_slug=slug,
+                probe_rare=rare,
+                probe_body_word=w.rare[-1],  # never in a title; in ~0.5% of bodies
+            )
     # Write every file once, after supersession bookkeeping settled its final frontmatter.
     for folder, metas in entries.items():
         idx_entries = []

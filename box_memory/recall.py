@@ -35,7 +35,6 @@ DEFAULT_LIMIT = 10
 BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
 LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
-MATCHED_ON = ("title", "slug", "tag", "wikilink", "body", "id", "filter")
 
 _STOPWORD_LIST = [
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
@@ -115,44 +114,40 @@ class Filters:
         """An explicit `status:superseded` (or archived) asks for what is hidden by default."""
         return any(s in HIDDEN_STATUSES for s in self.statuses)
 
-    def sql(
-        self, include_hidden: bool, now: float, *, alias: str = "e", entry_only: bool = False
-    ) -> tuple[str, dict[str, Any]]:
+    def where(self, include_hidden: bool, now: float, *, on: str = "entries") -> tuple[str, dict[str, Any]]:
         """A WHERE fragment: fixed column names, every value a named parameter.
 
-        `alias` may name `entries` or `postings` for what both carry (visibility, updated time);
-        `entry_only` leaves those out and keeps what only `entries`/`tags` know (kind, status, team, tags).
+        on="entries": every filter, over `entries e`. on="postings": what each posting row carries
+        (visibility, updated time), over `postings p`. on="entry-only": what needs the entry or its
+        tags (kind, status, team, tag), over `entries e`.
         """
         parts: list[str] = []
         params: dict[str, Any] = {}
+        prefix = {"entries": "f", "postings": "pf", "entry-only": "ef"}[on]
 
         def param(value: Any) -> str:
-            name = f"{alias}f{len(params)}"
+            name = f"{prefix}{len(params)}"
             params[name] = value
             return ":" + name
 
-        for col, values in (("kind", self.kinds), ("status", self.statuses), ("team", self.teams)):
-            parts += [f"e.{col} = {param(v)}" for v in dict.fromkeys(values)]
-        for t in dict.fromkeys(self.tags):
-            # `/` nests: tag:auth also finds auth/jwt (the keys between "auth/" and "auth0").
-            eq, lo, hi = param(t), param(t + "/"), param(t + "0")
-            parts.append(
-                f"e.rid IN (SELECT rid FROM tags WHERE tag = {eq} "  # noqa: S608
-                f"UNION ALL SELECT rid FROM tags WHERE tag > {lo} AND tag < {hi})"
-            )
-        if entry_only:
-            return (" AND ".join(parts) or "1"), params
-        if alias != "e":
-            parts = []
-        uts = "updated_ts" if alias == "e" else "uts"
-        if self.since is not None:
-            parts.append(f"{alias}.{uts} >= {param(self.since)}")
-        if self.until is not None:
-            parts.append(f"{alias}.{uts} <= {param(self.until)}")
-        if not include_hidden:
-            parts.append(
-                f"{alias}.hidden = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > {param(now)})"
-            )
+        if on != "postings":
+            for col, values in (("kind", self.kinds), ("status", self.statuses), ("team", self.teams)):
+                parts += [f"e.{col} = {param(v)}" for v in dict.fromkeys(values)]
+            for t in dict.fromkeys(self.tags):
+                # `/` nests: tag:auth also finds auth/jwt (the keys between "auth/" and "auth0").
+                eq, lo, hi = param(t), param(t + "/"), param(t + "0")
+                parts.append(
+                    f"e.rid IN (SELECT rid FROM tags WHERE tag = {eq} "  # noqa: S608
+                    f"UNION ALL SELECT rid FROM tags WHERE tag > {lo} AND tag < {hi})"
+                )
+        if on != "entry-only":
+            t, uts = ("p", "p.uts") if on == "postings" else ("e", "e.updated_ts")
+            if self.since is not None:
+                parts.append(f"{uts} >= {param(self.since)}")
+            if self.until is not None:
+                parts.append(f"{uts} <= {param(self.until)}")
+            if not include_hidden:
+                parts.append(f"{t}.hidden = 0 AND ({t}.expires_ts IS NULL OR {t}.expires_ts > {param(now)})")
         return (" AND ".join(parts) or "1"), params
 
     def entry_level(self) -> bool:
@@ -279,12 +274,12 @@ class Search:
         self.now = time.time()
         self.warnings: list[str] = []
 
-    def rows(self, where: str, params: dict[str, Any], *, filtered: bool = True, tail: str = "") -> list[Row]:
+    def rows(self, where: str, params: dict[str, Any], *, filtered: bool = True) -> list[Row]:
         """Entries matching `where` (named parameters), and the filters unless `filtered=False`."""
         if filtered:
-            fsql, fparams = self.filters.sql(self.include_hidden, self.now)
+            fsql, fparams = self.filters.where(self.include_hidden, self.now)
             where, params = f"({where}) AND {fsql}", {**params, **fparams}
-        sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {where} {tail}"  # noqa: S608
+        sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {where}"  # noqa: S608
         return [Row(r) for r in self.db.execute(sql, params)]
 
     def is_hidden(self, r: Row) -> bool:
@@ -352,7 +347,7 @@ class Search:
         Walking the (covering) updated-time index stops after `limit` matches, which is quick
         unless a tag filter keeps few entries: then the tag's own entries are read and sorted.
         """
-        fsql, params = self.filters.sql(self.include_hidden, self.now)
+        fsql, params = self.filters.where(self.include_hidden, self.now)
         rare = False
         if self.filters.tags:
             total = self.db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0
@@ -386,7 +381,8 @@ class Search:
         (a scan of the small word list) give every entry where the token is inside a field, with
         that field's weight (title 4, slug 3, tag 2); the +0.1 per further token looks at the
         body only for a token no field of that entry holds. Scores are compared as integer
-        tenths, so equal scores tie exactly and go to the newest.
+        tenths, so equal scores tie exactly and go to the newest (entries stamped in the same
+        millisecond at the cut-off are taken in cache order).
         """
         qn = folded(text)
         keys = {
@@ -412,7 +408,7 @@ class Search:
         if not tokens:
             return exact
         p: dict[str, Any] = {"skip": _json_ints(skip | {h.row.rid for h in exact}), "lim": self.limit}
-        psql, pparams = self.filters.sql(self.include_hidden, self.now, alias="p")
+        psql, pparams = self.filters.where(self.include_hidden, self.now, on="postings")
         p.update(pparams)
         parts: list[str] = []
         for i, t in enumerate(tokens):
@@ -441,7 +437,7 @@ class Search:
             found = "1"
         where = "rid NOT IN (SELECT value FROM json_each(:skip))"
         if self.filters.entry_level():
-            esql, eparams = self.filters.sql(self.include_hidden, self.now, entry_only=True)
+            esql, eparams = self.filters.where(self.include_hidden, self.now, on="entry-only")
             p.update(eparams)
             where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
         sql = f"""
@@ -464,7 +460,7 @@ class Search:
 
     def _body_only(self, tokens: list[str], skip: set[int], k: int) -> list[Hit]:
         """Body-only matches by BM25, scaled to 1..1.9 against the best of them."""
-        fsql, params = self.filters.sql(self.include_hidden, self.now)
+        fsql, params = self.filters.where(self.include_hidden, self.now)
         sql = (
             f"SELECT bm25(fts) AS r, {ENTRY_COLS} FROM fts JOIN entries e ON e.rid = fts.rowid "  # noqa: S608
             f"WHERE fts MATCH :q AND e.rid NOT IN (SELECT value FROM json_each(:skip)) AND {fsql} "
@@ -573,7 +569,17 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     include = req.include_superseded
     if include is None:
         include = bool(ws.config.settings.get("include_superseded_in_recall"))
-    return with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
+    res = with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
+    res.data["brain"] = brain_hits(ws, text) if req.brain else []
+    hits = res.data["hits"]
+    if req.full and hits:
+        raw = ws.store.read_bytes(hits[0]["path"])  # the file itself, not the cache's copy
+        res.data["full"] = {
+            "id": hits[0]["id"],
+            "path": hits[0]["path"],
+            "content": raw.decode("utf-8", "replace"),
+        }
+    return res
 
 
 def _run(
@@ -660,15 +666,10 @@ def _run(
         "limit": req.limit,
         "count": len(out),
         "hits": out,
-        "brain": brain_hits(ws, text) if req.brain else [],
         "cache": cache.stats.as_dict(),
     }
     if dangling:
         data["dangling"] = True
-    if req.full and out:
-        best = out[0]
-        raw = ws.store.read_bytes(best["path"])
-        data["full"] = {"id": best["id"], "path": best["path"], "content": raw.decode("utf-8", "replace")}
     warnings = [*stale, *s.warnings]
     if not out and not dangling and route not in ("id",):
         warnings.append("no memories match" + (f" {text!r}" if text else " these filters"))

@@ -1,0 +1,165 @@
+"""`box-memory recall` end to end, cold process, side by side with ripgrep over the same files.
+
+Usage: python bench/recall_bench.py [--sizes 1000,10000,100000] [--runs 11] [--out DIR]
+
+For each size, a deterministic corpus (bench/corpus.py) is generated once under DIR (reused on the
+next run). Every timed recall is a fresh `python -m box_memory recall QUERY -w WS --json` process,
+timed from the parent: interpreter start, imports, workspace open, the recall cache's freshness
+check, the query, the JSON output. The OS file cache is warm (each command runs untimed first) and
+so is the recall cache (built by the first, untimed, recall). ripgrep lists the memory files that
+contain any of the same words (`rg -l -i -F --glob '*.md' -e WORD...`): a scan with no ranking,
+the floor a grep-based recall could reach. Reported: medians (p90 in brackets) in milliseconds.
+
+Also measured once per size: the recall cache's cold build (cache deleted), and the first recall
+right after a `write` (the incremental refresh). The corpus gets those few writes; delete DIR for
+a pristine one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import generate  # noqa: E402
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure what users run: cached bytecode
+    env.pop("BOX_MEMORY_WORKSPACE", None)
+    env["BOX_MEMORY_HOME"] = str(home)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _time(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
+    subprocess.run(cmd, env=env, capture_output=True, check=False)  # warm the OS cache, untimed
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        res = subprocess.run(cmd, env=env, capture_output=True, check=False)
+        out.append((time.perf_counter() - t) * 1000)
+        if res.returncode not in (0, 1):  # rg exits 1 when nothing matches
+            raise SystemExit(f"{cmd} failed ({res.returncode}): {res.stderr.decode()[-500:]}")
+    return out
+
+
+def _fmt(ms: list[float]) -> str:
+    p90 = sorted(ms)[max(0, int(len(ms) * 0.9) - 1)]
+    return f"{statistics.median(ms):.0f} ({p90:.0f})"
+
+
+def _queries(m: dict) -> list[tuple[str, str, list[str]]]:
+    """(shape, recall query, the words ripgrep scans for)."""
+    title_words = m["probe_title"].lower().split()
+    return [
+        ("memory id", m["probe_id"], [m["probe_id"]]),
+        ("wikilink", f"[[{m['probe_title']}]]", [m["probe_title"]]),
+        ("slug", m["probe_slug"], [m["probe_slug"]]),
+        ("structured", "kind:decision tag:auth", ["kind: decision", "auth"]),
+        ("title words", " ".join(title_words[:2]), title_words[:2]),
+        ("question", "what did we decide about kafka retry", ["kafka", "retry"]),
+        ("four topics", "rollout canary retry backoff", ["rollout", "canary", "retry", "backoff"]),
+        ("rare body word", m["probe_body_word"], [m["probe_body_word"]]),
+    ]
+
+
+def _recall_cmd(ws: Path, query: str) -> list[str]:
+    return [sys.executable, "-m", "box_memory", "recall", query, "-w", str(ws), "--json"]
+
+
+def bench_size(n: int, out: Path, runs: int, rg: str | None) -> list[str]:
+    ws = out / f"ws-{n}"
+    if not (ws / "manifest.json").exists():
+        if ws.exists():
+            shutil.rmtree(ws)
+        t = time.perf_counter()
+        generate(n, ws)
+        print(f"  corpus of {n}: {time.perf_counter() - t:.1f} s", flush=True)
+    manifest = orjson.loads((ws / "manifest.json").read_bytes())
+    home = out / f"home-{n}"
+    env = _env(home)
+    # The recall cache's cold build: no cache at all.
+    shutil.rmtree(home / "cache", ignore_errors=True)
+    t = time.perf_counter()
+    subprocess.run(_recall_cmd(ws, "warm up"), env=env, capture_output=True, check=True)
+    build_s = time.perf_counter() - t
+    rows = []
+    for shape, query, words in _queries(manifest):
+        ms = _time(_recall_cmd(ws, query), env, runs)
+        rg_cell = "-"
+        if rg:
+            args = [rg, "-l", "-i", "-F", "--glob", "*.md"]
+            for w in words:
+                args += ["-e", w]
+            rg_cell = _fmt(_time([*args, str(ws)], env, runs))
+        rows.append(f"| {n:,} | {shape} | `{query}` | {_fmt(ms)} | {rg_cell} |")
+        print("  " + rows[-1], flush=True)
+    # The first recall after a write: one folder re-read, one memory file re-read.
+    after = []
+    for i in range(3):
+        subprocess.run(
+            [sys.executable, "-m", "box_memory", "write", f"Bench note {i} about the zanzibar queue.",
+             "--title", f"Bench recall write {time.time_ns()}", "-w", str(ws), "--quiet"],
+            env=env, check=True,
+        )  # fmt: skip
+        t = time.perf_counter()
+        subprocess.run(_recall_cmd(ws, "zanzibar"), env=env, capture_output=True, check=True)
+        after.append((time.perf_counter() - t) * 1000)
+    extra = (
+        f"| {n:,} | cold cache build | (cache deleted) | {build_s * 1000:.0f} | - |\n"
+        f"| {n:,} | first recall after a write | `zanzibar` | {_fmt(after)} | - |"
+    )
+    print("  " + extra.replace("\n", "\n  "), flush=True)
+    return [*rows, extra]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
+    )
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    compileall.compile_dir(str(ROOT / "box_memory"), quiet=1)  # what an installed package has
+    rg = shutil.which("rg")
+    env = _env(args.out / "home-floor")
+    floor_py = _fmt(_time([sys.executable, "-c", "pass"], env, args.runs))
+    floor_cli = _fmt(_time([sys.executable, "-m", "box_memory", "--version"], env, args.runs))
+    print(f"python -c pass: {floor_py} ms; box-memory --version: {floor_cli} ms", flush=True)
+    if not rg:
+        print("ripgrep (rg) not found: its column is left empty (apt-get install -y ripgrep)")
+    rg_version = "no ripgrep"
+    if rg:
+        rg_version = subprocess.run([rg, "--version"], capture_output=True, text=True, check=False).stdout
+        rg_version = " ".join(rg_version.split()[:2])
+    lines = [
+        f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; {rg_version}; "
+        f"load average at start {os.getloadavg()[0]:.2f}.",
+        f"Floors: `python -c pass` {floor_py} ms, `box-memory --version` {floor_cli} ms.",
+        "",
+        "| memories | query shape | query | recall ms p50 (p90) | rg ms p50 (p90) |",
+        "|---:|---|---|---:|---:|",
+    ]
+    for n in (int(s) for s in args.sizes.split(",")):
+        print(f"{n} memories", flush=True)
+        lines += bench_size(n, args.out, args.runs, rg)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
