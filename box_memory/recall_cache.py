@@ -31,6 +31,7 @@ from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
 SCHEMA_VERSION = "5"
+BATCH = 2000  # memory files read and inserted per statement batch
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -286,7 +287,8 @@ class RecallCache:
                 (folder,),
             )
         }
-        team_default = ws.folder_team(folder)
+        todo: list[tuple[dict[str, Any], str, str, bytes, str | None]] = []
+        replaced: list[int] = []
         seen: set[str] = set()
         for e in idx.entries:
             mid = str(e.get("id") or "")
@@ -299,6 +301,31 @@ class RecallCache:
             prev = old.pop(mid, None)
             if prev is not None and prev[1] == src and prev[2] == file_sig:
                 continue
+            if prev is not None:
+                replaced.append(prev[0])
+            todo.append((e, mid, path, src, file_sig))
+        prefetch = getattr(ws.store, "prefetch", None)
+        if prefetch is not None and todo:  # cloud: fetch just the changed files, concurrently
+            prefetch(t[2] for t in todo)
+        self._delete_rids([v[0] for v in old.values()] + replaced)
+        self.stats.removed += len(old)
+        next_rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
+        team = ws.folder_team(folder)
+        for start in range(0, len(todo), BATCH):
+            self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
+        self.stats.reread_files += len(todo)
+        db.execute(
+            "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
+        )
+
+    def _insert(
+        self, folder: str, team: str, todo: list[tuple[dict[str, Any], str, str, bytes, str | None]], rid: int
+    ) -> None:
+        """Read the memory files of `todo` and add them to every table, a batch at a time."""
+        entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
+        vocab: set[str] = set()
+        for e, mid, path, src, file_sig in todo:
             front, body = self._read_body(path)
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
@@ -310,68 +337,53 @@ class RecallCache:
             status = str(e.get("status") or "")
             folds = (folded(title), folded(slug), "\n".join(folded(t) for t in tags))
             uts, exp_ts, hidden = _ts(e.get("updated_at")), _ts(expires), int(status in HIDDEN_STATUSES)
-            row = (
-                folder,
-                mid,
-                path,
-                str(e["file_id"]) if e.get("file_id") else None,
-                title,
-                folds[0],
-                slug,
-                str(e.get("kind") or ""),
-                status,
-                str(e.get("team") or team_default),
-                orjson.dumps(tags).decode(),
-                str(e.get("updated_at") or ""),
-                uts,
-                exp_ts,
-                str(e["superseded_by"]) if e.get("superseded_by") else None,
-                hidden,
-                folds[1],
-                folds[2],
+            entries.append(
+                (
+                    rid,
+                    folder,
+                    mid,
+                    path,
+                    str(e["file_id"]) if e.get("file_id") else None,
+                    title,
+                    folds[0],
+                    slug,
+                    str(e.get("kind") or ""),
+                    status,
+                    str(e.get("team") or team),
+                    orjson.dumps(tags).decode(),
+                    str(e.get("updated_at") or ""),
+                    uts,
+                    exp_ts,
+                    str(e["superseded_by"]) if e.get("superseded_by") else None,
+                    hidden,
+                    folds[1],
+                    folds[2],
+                )
             )
-            if prev is None:
-                cur = db.execute(
-                    "INSERT INTO entries(folder, id, path, file_id, title, title_cf, slug, kind, status, "
-                    "team, tags, updated_at, updated_ts, expires_ts, superseded_by, hidden, slug_cf, "
-                    "tags_cf) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    row,
-                )
-                rid = int(cur.lastrowid or 0)
-            else:
-                rid = prev[0]
-                db.execute(
-                    "UPDATE entries SET folder=?, id=?, path=?, file_id=?, title=?, title_cf=?, slug=?, "
-                    "kind=?, status=?, team=?, tags=?, updated_at=?, updated_ts=?, expires_ts=?, "
-                    "superseded_by=?, hidden=?, slug_cf=?, tags_cf=? WHERE rid=?",
-                    (*row, rid),
-                )
-                db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
-                db.execute("DELETE FROM postings WHERE rid = ?", (rid,))
-                db.execute("DELETE FROM tags WHERE rid = ?", (rid,))
-            db.execute("INSERT OR REPLACE INTO src VALUES (?, ?, ?)", (rid, src, file_sig))
-            db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (rid, body))
+            srcs.append((rid, src, file_sig))
+            bodies.append((rid, body))
             # The words of title, slug and tags, each with the best field holding it (title 4,
             # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the
             # field's words (tokens are \w+ runs too), so scoring needs only these rows.
             field: dict[str, int] = {}
             for weight, text in zip((2, 3, 4), (folds[2], folds[1], folds[0]), strict=True):
                 field.update(dict.fromkeys(WORD_RE.findall(text), weight))
-            db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in field))
-            db.executemany(
-                "INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)",
-                ((w, rid, f, uts, hidden, exp_ts) for w, f in field.items()),
-            )
-            db.executemany(
-                "INSERT OR IGNORE INTO tags VALUES (?, ?)", ((folded(t), rid) for t in dict.fromkeys(tags))
-            )
-            self.stats.reread_files += 1
-        self._delete_rids([v[0] for v in old.values()])
-        self.stats.removed += len(old)
-        db.execute(
-            "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
-            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
+            vocab.update(field)
+            postings += [(w, rid, f, uts, hidden, exp_ts) for w, f in field.items()]
+            tag_rows += [(folded(t), rid) for t in tags]
+            rid += 1
+        db = self.conn
+        db.executemany(
+            "INSERT INTO entries(rid, folder, id, path, file_id, title, title_cf, slug, kind, status, team, "
+            "tags, updated_at, updated_ts, expires_ts, superseded_by, hidden, slug_cf, tags_cf) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            entries,
         )
+        db.executemany("INSERT INTO src VALUES (?, ?, ?)", srcs)
+        db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", bodies)
+        db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
+        db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in vocab))
+        db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", tag_rows)
 
     def _read_body(self, path: str) -> tuple[str, str]:
         try:
