@@ -31,7 +31,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from box_memory.errors import (
     NotFound,
     WorkspaceNotFound,
 )
-from box_memory.mcp.payload import conflicts, listing
+from box_memory.mcp.payload import conflicts, listing, text_content
 from box_memory.model import now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join
@@ -70,6 +70,7 @@ RELEASED_AT = "1970-01-01T00:00:00.000Z"
 _FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
 _SCOPE_FOLDERS = ("memories", "files", "companions")
 MIB = 1024 * 1024
+PREFETCH_CONCURRENCY = 4
 
 TEMPLATE_FIELDS: list[dict[str, Any]] = [
     {"type": "string", "key": "memoryId", "displayName": "Memory ID"},
@@ -177,6 +178,18 @@ def _as_object(payload: Any) -> dict[str, Any] | None:
     return None
 
 
+def _envelope_text(result: Any) -> str | None:
+    """The file text in an unwrapped get_file_content answer, or None when it is not plainly one."""
+    if isinstance(result, BaseException):
+        return None
+    if isinstance(result, str):
+        return result
+    try:
+        return text_content("get_file_content", result)
+    except BoxMemoryError:
+        return None
+
+
 def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
     """`folder_ids` of the config as {workspace-relative folder path: Box id}."""
     out: dict[str, str] = {}
@@ -216,6 +229,9 @@ class ContentCache:
 
     def _path(self, file_id: str, key: str) -> Path:
         return self.folder / f"{file_id}.{key}"
+
+    def has(self, file_id: str, key: str | None) -> bool:
+        return bool(key) and self._path(file_id, str(key)).is_file()
 
     def get(self, file_id: str, key: str | None) -> bytes | None:
         if not key:
@@ -277,6 +293,7 @@ class CloudStore:
         self._logical: dict[str, str] | None = None
         self._config: dict[str, Any] | None = None
         self._config_loaded = False
+        self._prefetched = False
         self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
         self.warnings: list[str] = []
         self.list_calls = 0
@@ -312,8 +329,11 @@ class CloudStore:
     def drop_listings(self) -> None:
         """Forget every cached listing (folder ids stay): the next read sees other writers."""
         self._listings.clear()
+        self._prefetched = False
 
-    def _list(self, folder_id: str) -> dict[str, dict[str, Any]]:
+    def _list(self, folder_id: str, first: Any = None) -> dict[str, dict[str, Any]]:
+        """The folder's items by name (every page), listed once per command; `first` is a first
+        page already fetched (by a concurrent prefetch)."""
         cached = self._listings.get(folder_id)
         if cached is not None:
             return cached
@@ -328,7 +348,8 @@ class CloudStore:
             elif offset:
                 args["offset"] = offset
             try:
-                payload = self.call("list_folder_content_by_folder_id", args)
+                payload = first if first is not None else self.call("list_folder_content_by_folder_id", args)
+                first = None
             except BoxToolError as e:
                 if e.status == 404:
                     if folder_id == self.root_id:
@@ -406,9 +427,67 @@ class CloudStore:
             for p in [p for p in self._logical if p == path or p.startswith(path + "/")]:
                 self._logical.pop(p)
 
+    def _prefetch_folders(self) -> None:
+        """List the folders the config names, concurrently, once (again after the lock drops them).
+
+        Nearly every command reads every index folder; listing them in parallel costs about one
+        round trip instead of one per folder, and never lists a folder twice.
+        """
+        if self._prefetched:
+            return
+        self._prefetched = True
+        wanted = [
+            (p, fid) for p, fid in self._logical_ids().items() if p != "teams" and fid not in self._listings
+        ]
+        if len(wanted) < 2:
+            return
+        args = {"fields": LIST_FIELDS, "limit": _list_limit()}
+        pages = self.box.call_many(
+            [("list_folder_content_by_folder_id", {"folder_id": fid, **args}) for _, fid in wanted],
+            concurrency=PREFETCH_CONCURRENCY,
+        )
+        for (_path, fid), page in zip(wanted, pages, strict=True):
+            if isinstance(page, BaseException):
+                continue  # a stale id or a failure: the ordinary path deals with it when needed
+            with contextlib.suppress(BoxMemoryError):
+                self._list(fid, first=page)
+
+    def prefetch(self, paths: Iterable[str]) -> int:
+        """Read many files concurrently into the text cache before they are read one by one.
+
+        An optimisation only (a cold recall or a rebuild reads every memory): only text whose
+        sha1 matches the listing is kept, anything else is left to `read_bytes`. Returns how many
+        files were fetched.
+        """
+        todo: dict[str, str] = {}
+        for p in paths:
+            try:
+                item = self._item(p)
+            except BoxMemoryError:
+                continue
+            if item is None or _is_folder(item):
+                continue
+            sha = _item_sha1(item)
+            if sha and not self.cache.has(str(item["id"]), sha):
+                todo[str(item["id"])] = sha
+        if len(todo) < 2:
+            return 0
+        results = self.box.call_many(
+            [("get_file_content", {"file_id": fid}) for fid in todo], concurrency=PREFETCH_CONCURRENCY
+        )
+        fetched = 0
+        for (fid, sha), res in zip(todo.items(), results, strict=True):
+            text = _envelope_text(res)
+            if text is not None and _sha1(data := text.encode("utf-8")) == sha:
+                self.cache.put(fid, sha, data)
+                fetched += 1
+        return fetched
+
     def _items(self, path: str) -> dict[str, dict[str, Any]] | None:
         """The listing of a workspace folder (None when the folder does not exist)."""
         path = clean_path(path)
+        if path:
+            self._prefetch_folders()
         fid = self.folder_id(path)
         if fid is None:
             return None
