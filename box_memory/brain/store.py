@@ -437,6 +437,14 @@ class BrainStore:
     # -- runs ------------------------------------------------------------------------------
 
     def begin_run(self, source: Source, started_at: str) -> int:
+        """A new `running` row; the caller holds the source lock, so any other `running` row of
+        this source belongs to a process that ended mid-run: it is closed as failed."""
+        self.db.execute(
+            "UPDATE runs SET status = 'failed', finished_at = ?, "
+            "error = 'interrupted: the process ended before the run finished' "
+            "WHERE source_id = ? AND status = 'running'",
+            (started_at, source.id),
+        )
         cur = self.db.execute(
             "INSERT INTO runs (source_id, started_at, status, pid) VALUES (?, ?, 'running', ?)",
             (source.id, started_at, os.getpid()),

@@ -49,6 +49,7 @@ SYNC_TOOLS = frozenset(
 """The only tools a sync may call (spec brain-sync.md step 1), enforced by the client."""
 MAX_ITEM_DETAILS = 500
 _FOLDER_ID = re.compile(r"^\d{1,30}$")
+_NO_WORKSPACE: Any = object()  # "not opened yet": the review opens the source's workspace by key
 
 
 def one_line(text: str) -> str:
@@ -200,20 +201,40 @@ def source_key(workspace: str, kind: str, server: str, root: str) -> str:
     return f"{workspace}|{kind}:{server}|{root}"
 
 
-def _workspace(explicit: str | None) -> Any:
-    """The workspace brain-sync belongs to, or None (brain-sync also runs without one)."""
+def _workspace(explicit: str | None) -> tuple[str, Any]:
+    """(workspace key, workspace) brain-sync belongs to; ("", None) without one.
+
+    A local workspace is opened (cheap, and it validates an explicit `--workspace`); a cloud one
+    is only named here and opened by the review pass if it runs, so an unchanged sync makes no
+    call besides its listing.
+    """
     from box_memory.errors import WorkspaceNotFound
-    from box_memory.workspace import open_workspace
+    from box_memory.workspace import open_workspace, resolve_spec
 
     try:
-        return open_workspace(explicit)
+        spec = resolve_spec(explicit)
     except WorkspaceNotFound:
-        if explicit:
-            raise
-        return None
+        return "", None
+    if spec.startswith("box:"):
+        return spec, _NO_WORKSPACE
+    try:
+        ws = open_workspace(spec)
     except Exception:
         if explicit:
             raise
+        return "", None
+    return ws.describe(), ws
+
+
+def _open_by_key(key: str) -> Any:
+    """The workspace a source belongs to, for the review pass (None when it cannot be opened)."""
+    from box_memory.workspace import open_workspace
+
+    if not key:
+        return None
+    try:
+        return open_workspace(key)
+    except Exception:
         return None
 
 
@@ -251,8 +272,7 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
             runs = [run_source(store, s, opts, if_due=True) for s in sources]
         return SyncReport(runs, warnings)
 
-    ws = _workspace(req.workspace)
-    ws_key = ws.describe() if ws is not None else ""
+    ws_key, ws = _workspace(req.workspace)
     if req.folder_id is not None:
         folder = str(req.folder_id).strip()
         if not _FOLDER_ID.match(folder):
@@ -286,8 +306,6 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
 
 # ---------------------------------------------------------------------------------------------
 # One run
-
-_NO_WORKSPACE: Any = object()
 
 
 def run_source(
@@ -572,7 +590,7 @@ def _maybe_review(
         from box_memory.brain.review import Doc, propose, workspace_memories
 
         if workspace is _NO_WORKSPACE:
-            workspace = _workspace(source.workspace) if source.workspace else None
+            workspace = _open_by_key(source.workspace)
         memories = workspace_memories(workspace) if workspace is not None else []
         docs = []
         for c in fresh:

@@ -95,13 +95,20 @@ def sqlite_db():
     return sqlite3.connect(user_dirs().brain_db)
 
 
-def test_human_output_is_one_summary_line_per_source(cli, emu, box):
-    put(box, "a.md", "a\n")
-    res = cli("brain-sync", "--folder-id", "0")
+def test_human_output_is_one_summary_line_per_source_and_nothing_on_stderr(cli, emu, box):
+    put(box, "docs/a.md", "a\n")
+    docs = folder_id(emu, "docs")
+    res = cli("brain-sync", "--folder-id", docs)
     assert res.exit_code == 0
     lines = res.stdout.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("brain-sync box:0: completed - 1 discovered, 1 indexed, 0 unchanged")
+    assert lines[0].startswith(f"brain-sync box:{docs}: completed - 1 discovered, 1 indexed, 0 unchanged")
+    assert res.stderr == ""  # no progress bar off a terminal
+
+
+def test_an_explicit_workspace_that_does_not_exist_exits_3(cli, emu, tmp_path):
+    env = cli.json("brain-sync", "--folder-id", "0", "-w", str(tmp_path / "nowhere"), code=3)
+    assert env["errors"][0]["code"] == "workspace_not_found"
 
 
 def test_status_runs_items_and_purge(cli, emu, box, ws):

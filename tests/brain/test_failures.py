@@ -187,3 +187,61 @@ def test_a_failing_root_listing_fails_the_run(emu, box):
     assert len(sleeps) == 2
     assert len(tool_calls(emu, "list_folder_content_by_folder_id")) == 3
     assert items() == {}
+
+
+def test_a_file_failing_after_retries_makes_the_run_partial_and_keeps_its_old_entry(emu, box):
+    put(box, "a.md", "a version 1\n")
+    put(box, "b.md", "b version 1\n")
+    lib_sync("0")
+    (box / "a.md").write_text("a version 2\n", encoding="utf-8")
+
+    def break_content(phase: str, done: int, total: int | None) -> None:
+        if phase == "crawl":  # the listing went through; now every call fails with a relayed 500
+            emu.configure(error_rate=1.0, error_kinds=("tool500",))
+
+    run = lib_sync("0", opts=SyncOptions(progress=break_content, client_kwargs={"max_retries": 1}))
+    assert run.status == "partial"
+    assert run.complete is True
+    assert run.counts["failed"] == 1
+    assert run.counts["unchanged"] == 1
+    assert "1 file(s) failed" in run.reasons
+    a = next(i for i in items().values() if i["name"] == "a.md")
+    assert a["status"] == "indexed" and "500" in a["error"]
+    assert "a version 1" in entries()[a["box_id"]]
+    emu.configure(error_rate=0.0)
+    again = lib_sync("0")  # the stored metadata is the old one, so the file is tried again
+    assert again.status == "completed"
+    assert again.counts["replaced"] == 1
+    assert "a version 2" in entries()[a["box_id"]]
+
+
+def test_a_file_removed_between_listing_and_fetch_is_skipped_then_deleted(emu, box):
+    put(box, "keep.md", "keep\n")
+    put(box, "gone.md", "gone\n")
+
+    def remove(phase: str, done: int, total: int | None) -> None:
+        if phase == "crawl" and (box / "gone.md").exists():
+            (box / "gone.md").unlink()
+
+    run = lib_sync("0", opts=SyncOptions(progress=remove))
+    assert run.status == "partial"
+    assert run.counts == {**run.counts, "skipped": 1, "indexed": 1, "deleted": 0}
+    gone = next(i for i in items().values() if i["name"] == "gone.md")
+    assert gone["status"] == "skipped"
+    assert "not found" in gone["reason"]
+    later = lib_sync("0")
+    assert later.status == "completed"
+    assert later.counts["deleted"] == 1
+
+
+def test_a_run_left_running_by_a_dead_process_is_closed_as_interrupted(cli, emu, box):
+    put(box, "a.md", "a\n")
+    sync(cli, "--folder-id", "0")
+    with store() as s:
+        s.db.execute(
+            "INSERT INTO runs (source_id, started_at, status) VALUES (1, '2026-01-01T00:00:00Z', 'running')"
+        )
+    sync(cli, "--folder-id", "0")
+    runs = cli.json("brain", "runs")["data"]["runs"]
+    assert [r["status"] for r in runs] == ["completed", "failed", "completed"]
+    assert runs[1]["error"].startswith("interrupted")
