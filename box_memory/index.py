@@ -226,7 +226,9 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
     """
     updated = updated or {}
     old: dict[str, Any] = {}
-    if updated:
+    # Nothing to reuse when every existing child index is in `updated` (index-rebuild): skip
+    # reading the big rollup.
+    if updated and any(f not in updated and ws.store.exists(join(f, INDEX_NAME)) for f in ws.index_folders()):
         try:
             old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
         except (NotFound, InvalidFile):
@@ -329,14 +331,19 @@ def scan_folder(ws: Workspace, folder: str) -> tuple[list[dict[str, Any]], list[
     return entries, orphans
 
 
-def drift(ws: Workspace, idx: FolderIndex, *, quick: bool = False) -> list[str]:
+def drift(
+    ws: Workspace, idx: FolderIndex, *, quick: bool = False, listing: list[Entry] | None = None
+) -> list[str]:
     """Why this folder index may be stale (empty when it looks current).
 
     `quick` compares only the set of file names (no per-file times): what a write needs to pick a
     free slug and keep the index complete, at a fraction of the cost on a large folder.
+    `listing` is the folder's listing when the caller has just read it (recall's cache does).
     """
     reasons: list[str] = []
-    if quick:
+    if listing is not None:
+        listing = [e for e in listing if not e.is_dir and is_memory_file(e.name)]
+    elif quick:
         listing = [Entry(n, False) for n in ws.store.list_names(idx.folder) if is_memory_file(n)]
     else:
         listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]

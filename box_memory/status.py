@@ -169,7 +169,8 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "rollup": rollup,
             "conflict_copies": conflict_copies,
             "lock": _lock_state(ws) if ws.store.kind == "local" else None,
-            "ok": not (drifted or problems or conflict_copies) and rollup["state"] == "ok",
+            # A lagging rollup is allowed (refreshed lazily; readers fall back to the folders).
+            "ok": not (drifted or problems or conflict_copies) and rollup["state"] in ("ok", "lagging"),
         },
         "recent": [
             {k: e.get(k) for k in ("id", "title", "kind", "status", "team", "updated_at", "local_path")}
@@ -212,7 +213,7 @@ def next_steps(data: dict[str, Any]) -> list[str]:
         target = health["drifted"][0] if len(health["drifted"]) == 1 and not health["problems"] else ""
         out.append(f"box-memory index-rebuild {target}".rstrip())
     elif health["rollup"]["state"] != "ok":
-        out.append("box-memory index-rebuild  (the rollup is behind its folder indexes)")
+        out.append(f"box-memory index-rebuild  (the rollup is {health['rollup']['state']})")
     if check.get("duplicate_ids"):
         out.append("resolve duplicate memory ids by hand (see index-rebuild --check), then index-rebuild")
     if check.get("stale_companions"):

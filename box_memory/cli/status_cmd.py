@@ -42,7 +42,7 @@ def _warnings(d: dict[str, Any]) -> list[str]:
     out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
     out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
     out += [f"index conflict copy {c} (index-rebuild merges and archives it)" for c in h["conflict_copies"]]
-    if h["rollup"]["state"] != "ok":
+    if h["rollup"]["state"] not in ("ok", "lagging"):
         out.append(f"rollup _index.json is {h['rollup']['state']}")
     check = d.get("index_check")
     if check and check["drift"]:

@@ -293,3 +293,33 @@ def test_folder_layout_rebuilds_companion_folders(cli, tmp_path: Path, layout: s
     folders = {f["folder"]: f for f in env["data"]["folders"]}
     assert folders["companions/"]["companions"] == 1
     assert rebuild(cli, root, "--check")["data"]["drift"] is False
+
+
+def test_a_file_changed_after_the_unlocked_pass_is_read_again(cli, ws: Path) -> None:
+    """rebuild parses before taking the lock; anything that changed since is re-read under it."""
+    from box_memory.rebuild import Memo, scan
+    from box_memory.workspace import open_workspace
+
+    mid = _write(cli, ws, "Changing")
+    w = open_workspace(str(ws))
+    memo: Memo = {}
+    first = scan(w, "memories", memo=memo)
+    assert [e["title"] for e in first.entries] == ["Changing"] and len(memo) == 1
+    p = ws / "memories" / "note__changing.md"
+    p.write_text(p.read_text().replace("title: Changing", "title: Changed meanwhile"))
+    second = scan(w, "memories", memo=memo)
+    assert [(e["id"], e["title"]) for e in second.entries] == [(mid, "Changed meanwhile")]
+
+
+def test_two_memories_claiming_one_old_memory_are_a_conflict_not_a_repair(cli, ws: Path) -> None:
+    cli.json("team", "create", "eng", "-w", str(ws))
+    old = _write(cli, ws, "Shared rule")
+    a, _ = write_md(ws / "memories", title="Shared rule", slug="shared-rule-2", extra={"supersedes": [old]})
+    b, _ = write_md(ws / "teams" / "eng" / "memories", title="Shared rule", extra={"supersedes": [old]})
+    before = (ws / "memories" / "note__shared-rule.md").read_bytes()
+    env = rebuild(cli, ws)
+    assert env["data"]["interrupted_supersedes"] == []
+    conflict = env["data"]["supersede_conflicts"][0]
+    assert conflict["id"] == old and conflict["claimed_by"] == sorted([a, b])
+    assert (ws / "memories" / "note__shared-rule.md").read_bytes() == before
+    assert any("supersede conflict" in w for w in env["warnings"])
