@@ -30,7 +30,7 @@ from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 BATCH = 2000  # memory files read and inserted per statement batch
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ CREATE INDEX entries_slug_cf ON entries(slug_cf);
 CREATE INDEX entries_listing ON entries(updated_ts, hidden, expires_ts, kind, status, team);
 CREATE INDEX entries_title ON entries(title_cf);
 CREATE INDEX entries_file ON entries(file_id) WHERE file_id IS NOT NULL;
-CREATE TABLE src(rid INTEGER PRIMARY KEY, entry BLOB NOT NULL, file_sig TEXT);
+CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT);
 CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
 CREATE INDEX tags_rid ON tags(rid);
 CREATE VIRTUAL TABLE fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
@@ -271,7 +271,7 @@ class RecallCache:
             idx = FolderIndex(folder, {"entries": []}, existed=False)
         listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
         if idx.existed:
-            reasons = drift(ws, idx)
+            reasons = drift(ws, idx, listing=listing)
             if reasons:
                 warnings.append(f"index of {folder}/ may be stale - run index-rebuild ({'; '.join(reasons)})")
         elif listing:
@@ -282,7 +282,7 @@ class RecallCache:
         old = {
             r[0]: (r[1], r[2], r[3])
             for r in db.execute(
-                "SELECT e.id, e.rid, s.entry, s.file_sig FROM entries e JOIN src s ON s.rid = e.rid "
+                "SELECT e.id, e.rid, s.entry_sig, s.file_sig FROM entries e JOIN src s ON s.rid = e.rid "
                 "WHERE e.folder = ?",
                 (folder,),
             )
@@ -295,15 +295,18 @@ class RecallCache:
             if not mid or mid in seen:
                 continue
             seen.add(mid)
-            src = orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str)
+            # A digest of the whole entry: any change to it (status, tags, file) re-reads the memory.
+            sig = hashlib.blake2b(
+                orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16
+            ).digest()
             path = str(e.get("local_path") or join(folder, str(e.get("filename") or "")))
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
-            if prev is not None and prev[1] == src and prev[2] == file_sig:
+            if prev is not None and prev[1] == sig and prev[2] == file_sig:
                 continue
             if prev is not None:
                 replaced.append(prev[0])
-            todo.append((e, mid, path, src, file_sig))
+            todo.append((e, mid, path, sig, file_sig))
         prefetch = getattr(ws.store, "prefetch", None)
         if prefetch is not None and todo:  # cloud: fetch just the changed files, concurrently
             prefetch(t[2] for t in todo)
@@ -325,7 +328,7 @@ class RecallCache:
         """Read the memory files of `todo` and add them to every table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
-        for e, mid, path, src, file_sig in todo:
+        for e, mid, path, sig, file_sig in todo:
             front, body = self._read_body(path)
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
@@ -360,7 +363,7 @@ class RecallCache:
                     folds[2],
                 )
             )
-            srcs.append((rid, src, file_sig))
+            srcs.append((rid, sig, file_sig))
             bodies.append((rid, body))
             # The words of title, slug and tags, each with the best field holding it (title 4,
             # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the
