@@ -47,7 +47,12 @@ def recall_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Find memories, best first. Never writes to the workspace. [/box-recall]"""
+    """Find memories, best first. Never writes to the workspace. [/box-recall]
+
+    QUERY is a memory id (mem_...), a Box file id, [[Title]], a slug, filters such as
+    kind:decision tag:auth team:ops status:active (tag: repeats as AND), or free text; filters
+    and free text combine.
+    """
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
