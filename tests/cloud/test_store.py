@@ -252,3 +252,17 @@ def test_local_write_and_recall_never_import_the_network_stack(tmp_path: Path) -
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_cloud_init_defaults_to_the_root_with_a_warning(emu: Emulator, cli: Any) -> None:
+    env = cli.json("init", "rooted", "--backend", "cloud")
+    assert env["data"]["parent"] == "0" and env["data"]["existed"] is False
+    assert "Box root" in env["warnings"][0]
+    assert (emu.fs.root / "rooted" / "_box-memory.json").is_file()
+    again = cli.json("init", "rooted", "--backend", "cloud")  # the 409 reuses the folder
+    assert again["data"]["existed"] is True and again["data"]["folder_id"] == env["data"]["folder_id"]
+    assert cli.json("init", "x", "--backend", "cloud", "--path", "/tmp/x", code=2)["errors"][0]["code"] == (
+        "invalid_input"
+    )
+    default = cli.json("status")["data"]["workspace"]["root"]  # init made it the default
+    assert default == env["data"]["workspace"]
