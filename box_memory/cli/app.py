@@ -35,9 +35,11 @@ def _root(
 
 def _register() -> None:
     from box_memory.cli import (
+        auth_cmd,
         brain_cmd,
         companion_cmd,
         index_cmds,
+        mcp_cmd,
         memory_cmds,
         recall_cmd,
         serve_cmd,
@@ -52,6 +54,8 @@ def _register() -> None:
         status_cmd,
         team_cmd,
         recall_cmd,
+        auth_cmd,
+        mcp_cmd,
         brain_cmd,
         serve_cmd,
     ):
