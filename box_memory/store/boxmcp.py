@@ -294,6 +294,7 @@ class CloudStore:
         self._config: dict[str, Any] | None = None
         self._config_loaded = False
         self._prefetched = False
+        self._stale_ids: set[str] = set()
         self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
         self.warnings: list[str] = []
         self.list_calls = 0
@@ -423,9 +424,8 @@ class CloudStore:
         for p in [p for p in self._paths if p == path or p.startswith(path + "/")]:
             fid = self._paths.pop(p)
             self._listings.pop(fid, None)
-        if self._logical is not None:
-            for p in [p for p in self._logical if p == path or p.startswith(path + "/")]:
-                self._logical.pop(p)
+        if self._logical is not None and path in self._logical:
+            self._logical.pop(path)  # only this one: ids of the folders below it may still be good
 
     def _prefetch_folders(self) -> None:
         """List the folders the config names, concurrently, once (again after the lock drops them).
@@ -446,9 +446,13 @@ class CloudStore:
             [("list_folder_content_by_folder_id", {"folder_id": fid, **args}) for _, fid in wanted],
             concurrency=PREFETCH_CONCURRENCY,
         )
-        for (_path, fid), page in zip(wanted, pages, strict=True):
+        for (path, fid), page in zip(wanted, pages, strict=True):
+            if isinstance(page, BoxToolError) and page.status == 404:
+                self._stale_ids.add(fid)  # gone: resolve this folder by name from now on
+                self._forget_path(path)
+                continue
             if isinstance(page, BaseException):
-                continue  # a stale id or a failure: the ordinary path deals with it when needed
+                continue  # a failure: the ordinary path retries it when the folder is needed
             with contextlib.suppress(BoxMemoryError):
                 self._list(fid, first=page)
 
@@ -495,6 +499,7 @@ class CloudStore:
             return self._list(fid)
         except NotFound:
             # A folder id from the config or an earlier listing went stale: walk by name once.
+            self._stale_ids.add(fid)
             self._forget_path(path)
             fid = self.folder_id(path, logical=False)
             return None if fid is None else self._list(fid)
@@ -784,8 +789,9 @@ class CloudStore:
     # -- config bookkeeping -----------------------------------------------------------------
 
     def _complete_folder_ids(self, data: bytes) -> bytes:
-        """Fill in `folder_ids` for the standard folders this command resolved (never changes a
-        key that is there), so later commands need no listing to find them."""
+        """Fill in `folder_ids` for the standard folders this command resolved, so later commands
+        need no listing to find them. A key that is there is kept, unless Box said its folder is
+        gone (404) and this command found the folder again by name."""
         try:
             cfg = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -803,7 +809,12 @@ class CloudStore:
             ids["root"] = self.root_id
             added = True
         for path, key in _logical_keys(teams).items():
-            if key not in ids and path in self._paths:
+            if key in ids and str(ids[key]) in self._stale_ids:
+                found = self.folder_id(path, logical=False)  # found again by name?
+                if found is not None and found != str(ids[key]):
+                    ids[key] = found
+                    added = True
+            elif key not in ids and path in self._paths:
                 ids[key] = self._paths[path]
                 added = True
         if not added:

@@ -104,12 +104,17 @@ def test_move_and_folder_tree_move(store: CloudStore, cloud: Backend) -> None:
 def test_stale_folder_ids_fall_back_to_names(cloud: Backend) -> None:
     cfg_path = cloud.path("_box-memory.json")
     cfg = json.loads(cfg_path.read_text())
+    real = cfg["folder_ids"]["memories"]
     cfg["folder_ids"]["memories"] = "999999999999"  # a folder that no longer exists
     cfg_path.write_text(json.dumps(cfg))
     w = cloud.data("write", "Still works.", "--title", "After a folder id went stale")
     assert w["file"] == "memories/note__after-a-folder-id-went-stale.md"
     assert cloud.path(w["file"]).exists()
     assert [h["id"] for h in cloud.data("recall", "stale")["hits"]] == [w["id"]]
+    cloud.data("team", "create", "ops")  # the next config write repairs the dead id
+    repaired = json.loads(cfg_path.read_text())["folder_ids"]
+    assert repaired["memories"] == real
+    assert repaired["team_ops_memories"].isdigit()
     assert logical_folder_paths({"memories": "1", "team_x_root": 2, "team_x_files": "3", "bad": None}) == {
         "memories": "1",
         "teams/x": "2",
