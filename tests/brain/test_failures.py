@@ -245,3 +245,11 @@ def test_a_run_left_running_by_a_dead_process_is_closed_as_interrupted(cli, emu,
     runs = cli.json("brain", "runs")["data"]["runs"]
     assert [r["status"] for r in runs] == ["completed", "failed", "completed"]
     assert runs[1]["error"].startswith("interrupted")
+
+
+def test_a_folder_that_does_not_exist_fails_the_run_with_box_s_error(cli, emu):
+    env = cli.json("brain-sync", "--folder-id", "987654321", code=1)
+    assert env["status"] == "error"
+    assert env["data"]["runs"][0]["status"] == "failed"
+    assert "404" in env["errors"][0]["message"]
+    assert [c.name for c in emu.calls] == ["list_folder_content_by_folder_id"]
