@@ -26,11 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
 
-TOKEN = "bench-token"  # noqa: S105 - the emulator's fixture token
-WORDS = (
-    "retention policy vendor contract budget incident rollout review backup restore audit region "
-    "latency owner deadline customer invoice roadmap release pager escalation"
-).split()
+TOKEN = "bench-token"
+WORDS = [
+    "retention", "policy", "vendor", "contract", "budget", "incident", "rollout", "review", "backup",
+    "restore", "audit", "region", "latency", "owner", "deadline", "customer", "invoice", "roadmap",
+    "release", "pager", "escalation",
+]  # fmt: skip
 
 
 def make_tree(root: Path, files: int, folders: int) -> None:
@@ -50,9 +51,9 @@ def make_tree(root: Path, files: int, folders: int) -> None:
 def start_emulator(root: Path, latency_ms: float, call_log: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "box_memory.emulator", "--root", str(root), "--port", "0", "--token", TOKEN,
-            "--latency-ms", str(latency_ms), "--call-log", str(call_log),
-        ],  # fmt: skip
+            *[sys.executable, "-m", "box_memory.emulator", "--root", str(root), "--port", "0"],
+            *["--token", TOKEN, "--latency-ms", str(latency_ms), "--call-log", str(call_log)],
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -103,7 +104,9 @@ def main() -> None:
         # Warm-up, not timed: the emulator gives every file its Box id (hashing it) on the first
         # listing, and this process imports the MCP stack once.
         os.environ["BOX_MEMORY_HOME"] = str(base / "home-warmup")
-        brain_sync(SyncRequest(folder_id="0", max_items=max(args.files, 200), include_content=False, review=False))
+        brain_sync(
+            SyncRequest(folder_id="0", max_items=max(args.files, 200), include_content=False, review=False)
+        )
         _, seen = calls(log, 0)
         for level in [*levels, 1]:
             home = base / f"home-c{level}"
@@ -119,14 +122,19 @@ def main() -> None:
             if level != 1:
                 wall2, run2 = one_sync(home, level, args.files)
                 again_calls, seen = calls(log, seen)
-                row.update(resync_s=wall2, resync_calls=dict(again_calls), unchanged=run2["counts"]["unchanged"])
+                row.update(
+                    resync_s=wall2, resync_calls=dict(again_calls), unchanged=run2["counts"]["unchanged"]
+                )
             rows.append(row)
     finally:
         proc.terminate()
         proc.wait(10)
     sequential = rows[-1]["first_s"]
     listing_pages = rows[-1]["first_calls"].get("list_folder_content_by_folder_id", 0)
-    print(f"{args.files} files in {args.folders} folders, {args.latency_ms:g} ms per MCP call, emulator in its own process")
+    print(
+        f"{args.files} files in {args.folders} folders, {args.latency_ms:g} ms per MCP call, "
+        "emulator in its own process"
+    )
     print(f"floor for one-at-a-time retrieval: {(args.files + listing_pages) * args.latency_ms / 1000:.1f} s")
     print("| run | concurrency | wall s | files/s | MCP calls | speed-up vs sequential |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -139,7 +147,8 @@ def main() -> None:
         if "resync_s" in r:
             names = ", ".join(f"{k} {v}" for k, v in sorted(r["resync_calls"].items()))
             print(
-                f"| unchanged re-sync ({r['unchanged']} unchanged) | {r['concurrency']} | {r['resync_s']:.2f} | - | "
+                f"| unchanged re-sync ({r['unchanged']} unchanged) | {r['concurrency']} | "
+                f"{r['resync_s']:.2f} | - | "
                 f"{sum(r['resync_calls'].values())} ({names}) | - |"
             )
 
