@@ -8,7 +8,9 @@ timed from the parent: interpreter start, imports, workspace open, the recall ca
 check, the query, the JSON output. The OS file cache is warm (each command runs untimed first) and
 so is the recall cache (built by the first, untimed, recall). ripgrep lists the memory files that
 contain any of the same words (`rg -l -i -F --glob '*.md' -e WORD...`): a scan with no ranking,
-the floor a grep-based recall could reach. Reported: medians (p90 in brackets) in milliseconds.
+the floor a grep-based recall could reach. Reported: wall-clock medians (p90 in brackets) and the
+median CPU time (user + system of the child, all its threads) in milliseconds; CPU time is the
+steadier number on a shared machine.
 
 Also measured once per size: the recall cache's cold build (cache deleted), and the first recall
 right after a `write` (the incremental refresh). The corpus gets those few writes; delete DIR for
@@ -44,21 +46,31 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _time(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
+def _time(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (user + system, all threads) milliseconds of `runs` fresh processes."""
     subprocess.run(cmd, env=env, capture_output=True, check=False)  # warm the OS cache, untimed
-    out = []
+    wall, cpu = [], []
     for _ in range(runs):
         t = time.perf_counter()
-        res = subprocess.run(cmd, env=env, capture_output=True, check=False)
-        out.append((time.perf_counter() - t) * 1000)
-        if res.returncode not in (0, 1):  # rg exits 1 when nothing matches
-            raise SystemExit(f"{cmd} failed ({res.returncode}): {res.stderr.decode()[-500:]}")
-    return out
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall.append((time.perf_counter() - t) * 1000)
+        cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
+        err = proc.stderr.read() if proc.stderr else b""
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):  # rg exits 1 when nothing matches
+            raise SystemExit(f"{cmd} failed ({code}): {err.decode()[-500:]}")
+    return wall, cpu
 
 
 def _fmt(ms: list[float]) -> str:
     p90 = sorted(ms)[max(0, int(len(ms) * 0.9) - 1)]
     return f"{statistics.median(ms):.0f} ({p90:.0f})"
+
+
+def _cell(times: tuple[list[float], list[float]]) -> str:
+    wall, cpu = times
+    return f"{_fmt(wall)} | {statistics.median(cpu):.0f}"
 
 
 def _queries(m: dict) -> list[tuple[str, str, list[str]]]:
@@ -98,14 +110,14 @@ def bench_size(n: int, out: Path, runs: int, rg: str | None) -> list[str]:
     build_s = time.perf_counter() - t
     rows = []
     for shape, query, words in _queries(manifest):
-        ms = _time(_recall_cmd(ws, query), env, runs)
-        rg_cell = "-"
+        recall_cell = _cell(_time(_recall_cmd(ws, query), env, runs))
+        rg_cell = "- | -"
         if rg:
             args = [rg, "-l", "-i", "-F", "--glob", "*.md"]
             for w in words:
                 args += ["-e", w]
-            rg_cell = _fmt(_time([*args, str(ws)], env, runs))
-        rows.append(f"| {n:,} | {shape} | `{query}` | {_fmt(ms)} | {rg_cell} |")
+            rg_cell = _cell(_time([*args, str(ws)], env, runs))
+        rows.append(f"| {n:,} | {shape} | `{query}` | {recall_cell} | {rg_cell} |")
         print("  " + rows[-1], flush=True)
     # The first recall after a write: one folder re-read, one memory file re-read.
     after = []
@@ -119,8 +131,8 @@ def bench_size(n: int, out: Path, runs: int, rg: str | None) -> list[str]:
         subprocess.run(_recall_cmd(ws, "zanzibar"), env=env, capture_output=True, check=True)
         after.append((time.perf_counter() - t) * 1000)
     extra = (
-        f"| {n:,} | cold cache build | (cache deleted) | {build_s * 1000:.0f} | - |\n"
-        f"| {n:,} | first recall after a write | `zanzibar` | {_fmt(after)} | - |"
+        f"| {n:,} | cold cache build | (cache deleted) | {build_s * 1000:.0f} | - | - | - |\n"
+        f"| {n:,} | first recall after a write | `zanzibar` | {_fmt(after)} | - | - | - |"
     )
     print("  " + extra.replace("\n", "\n  "), flush=True)
     return [*rows, extra]
@@ -138,8 +150,9 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "box_memory"), quiet=1)  # what an installed package has
     rg = shutil.which("rg")
     env = _env(args.out / "home-floor")
-    floor_py = _fmt(_time([sys.executable, "-c", "pass"], env, args.runs))
-    floor_cli = _fmt(_time([sys.executable, "-m", "box_memory", "--version"], env, args.runs))
+    floor_py = _cell(_time([sys.executable, "-c", "pass"], env, args.runs)).replace(" | ", " ms, cpu ")
+    floor_cli = _cell(_time([sys.executable, "-m", "box_memory", "--version"], env, args.runs))
+    floor_cli = floor_cli.replace(" | ", " ms, cpu ")
     print(f"python -c pass: {floor_py} ms; box-memory --version: {floor_cli} ms", flush=True)
     if not rg:
         print("ripgrep (rg) not found: its column is left empty (apt-get install -y ripgrep)")
@@ -152,12 +165,13 @@ def main() -> None:
         f"load average at start {os.getloadavg()[0]:.2f}.",
         f"Floors: `python -c pass` {floor_py} ms, `box-memory --version` {floor_cli} ms.",
         "",
-        "| memories | query shape | query | recall ms p50 (p90) | rg ms p50 (p90) |",
-        "|---:|---|---|---:|---:|",
+        "| memories | query shape | query | recall ms p50 (p90) | recall cpu | rg ms p50 (p90) | rg cpu |",
+        "|---:|---|---|---:|---:|---:|---:|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         print(f"{n} memories", flush=True)
         lines += bench_size(n, args.out, args.runs, rg)
+    lines.append(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))
 
 
