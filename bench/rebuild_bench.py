@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -79,7 +80,9 @@ def minimal_corpus(n: int, out: Path) -> None:
     rebuild(ws)
 
 
-def cold(args: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+def cold(args: list[str], env: dict[str, str]) -> tuple[float, float, dict[str, Any]]:
+    """(wall s, CPU s of the child: user + sys, envelope). CPU shows the cost on a busy machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "box_memory", *args, "--json"],
@@ -89,13 +92,15 @@ def cold(args: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
         check=False,
     )
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     try:
         envelope = json.loads(proc.stdout)
     except json.JSONDecodeError:
         raise SystemExit(
             f"not JSON (exit {proc.returncode}): {proc.stdout[:300]!r} {proc.stderr[:300]!r}"
         ) from None
-    return wall, envelope
+    return wall, cpu, envelope
 
 
 def parse_sample(ws: Path, k: int = 2000) -> dict[str, float]:
@@ -148,26 +153,30 @@ def main() -> None:
             ("check", ["index-rebuild", "--check", "-w", str(ws)], None),
             ("from_files", ["index-rebuild", "-w", str(ws)], "drop-indexes"),
         ):
-            walls = []
+            walls, cpus = [], []
             for _ in range(a.runs):
                 if prep == "drop-indexes":
                     for p in ws.rglob("_index.json"):
                         if "_archive" not in p.parts:
                             p.unlink()
-                wall, env_out = cold(args, env)
+                wall, cpu, env_out = cold(args, env)
                 data = env_out["data"]
                 assert data["memories"] + data["companions"] == n, (label, data["memories"], n)
                 assert env_out["exit_code"] == 0, env_out["errors"]
                 walls.append(wall)
+                cpus.append(cpu)
             row[label] = {
                 "best_s": round(min(walls), 2),
                 "median_s": round(statistics.median(walls), 2),
                 "per_s": round(n / min(walls)),
                 "median_per_s": round(n / statistics.median(walls)),
+                "cpu_s": round(min(cpus), 2),
+                "per_cpu_s": round(n / min(cpus)),
             }
             print(
                 f"  {n:>7} {label:<11} best {min(walls):6.2f} s  {n / min(walls):>8,.0f} memories/s"
-                f"  (median {statistics.median(walls):.2f} s)"
+                f"  (median {statistics.median(walls):.2f} s; CPU {min(cpus):.2f} s = {n / min(cpus):,.0f}/s;"
+                f" load {os.getloadavg()[0]:.1f})"
             )
         row["parse"] = parse_sample(ws)
         print(f"  parse sample: {row['parse']}")

@@ -156,10 +156,13 @@ def _read(ws: Workspace, path: str, ent: Entry, memo: Memo | None) -> Parsed | B
 
 def prefill(ws: Workspace, folder: str, memo: Memo) -> None:
     """Parse every memory file of a folder into `memo` (no lock needed: nothing is written)."""
-    for ent in ws.store.list_dir(folder):
-        if not ent.is_dir and is_memory_file(ent.name):
-            with contextlib.suppress(NotFound):
-                _read(ws, join(folder, ent.name), ent, memo)
+    files = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+    prefetch = getattr(ws.store, "prefetch", None)  # the cloud store reads many files at once
+    if prefetch is not None:
+        prefetch([join(folder, e.name) for e in files])
+    for ent in files:
+        with contextlib.suppress(NotFound):
+            _read(ws, join(folder, ent.name), ent, memo)
 
 
 def scan(
