@@ -337,7 +337,7 @@ class Search:
         return [r for r in same if r.title == title] or same
 
     def by_slug(self, slug: str) -> list[Row]:
-        return self.rows("e.slug = :slug", {"slug": slug}, filtered=False)
+        return self.rows("e.slug_cf = :slug", {"slug": folded(slug)}, filtered=False)
 
     # --- filter listing -----------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 BATCH = 2000  # memory files read and inserted per statement batch
 T = TypeVar("T")
 
@@ -47,7 +47,6 @@ CREATE TABLE entries(
   slug_cf TEXT NOT NULL, tags_cf TEXT NOT NULL);
 CREATE UNIQUE INDEX entries_key ON entries(folder, id);
 CREATE INDEX entries_id ON entries(id);
-CREATE INDEX entries_slug ON entries(slug);
 CREATE INDEX entries_slug_cf ON entries(slug_cf);
 CREATE INDEX entries_listing ON entries(updated_ts, hidden, expires_ts, kind, status, team);
 CREATE INDEX entries_title ON entries(title_cf);
