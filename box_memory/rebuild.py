@@ -200,8 +200,8 @@ def scan(
     old.extend(extra_old)
     old_by_id = _merge_old(old)
     old_by_name: dict[str, dict[str, Any]] = {}
-    for e in old_by_id.values():
-        old_by_name.setdefault(str(e.get("filename")), e)
+    for prev in old_by_id.values():
+        old_by_name.setdefault(str(prev.get("filename")), prev)
 
     fresh: list[dict[str, Any]] = []
     for ent in sorted(listing, key=lambda x: x.name):
@@ -392,8 +392,8 @@ def _supersede_repairs(scans: list[FolderScan]) -> tuple[list[dict[str, Any]], l
             where[str(e["id"])] = (s, i)
     claims: dict[str, set[str]] = {}
     for s in scans:
-        for old_id, claimants in s.claims.items():
-            claims.setdefault(old_id, set()).update(c for c in claimants if c in where)
+        for old_id, ids in s.claims.items():
+            claims.setdefault(old_id, set()).update(c for c in ids if c in where)
     pending: list[dict[str, Any]] = []
     conflicts: list[dict[str, Any]] = []
     for old_id, claimants in sorted(claims.items()):

@@ -84,7 +84,8 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     except InvalidFile as e:
         return {"state": "unparseable", "detail": str(e)}
     t = parse_time(roll.get("updated_at"))
-    newest = max((parse_time(i.updated_at) for i in indexes if parse_time(i.updated_at)), default=None)
+    times = [x for x in (parse_time(i.updated_at) for i in indexes) if x is not None]
+    newest = max(times, default=None)
     total = sum(len(i.entries) for i in indexes)
     lagging = (t is None or (newest is not None and newest > t)) or roll.get("entry_count") != total
     return {"state": "lagging" if lagging else "ok", "updated_at": roll.get("updated_at"), "entries": total}

@@ -177,8 +177,10 @@ def team_conflicts(ws: Workspace, *, include_all: bool = False) -> dict[str, Any
     def several_teams(group: list[dict[str, Any]]) -> bool:
         return len({g["team"] for g in group}) > 1
 
-    slugs = [{"slug": s, "memories": g} for s, g in sorted(by_slug.items()) if several_teams(g)]
-    flagged = {(g["id"]) for c in slugs for g in c["memories"]}
+    slugs: list[dict[str, Any]] = [
+        {"slug": s, "memories": g} for s, g in sorted(by_slug.items()) if several_teams(g)
+    ]
+    flagged = {m["id"] for c in slugs for m in c["memories"]}
     titles = [
         {"title": g[0]["title"], "memories": g}
         for _, g in sorted(by_title.items())

@@ -25,7 +25,8 @@ def memory_files(ws: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(ws)): p.read_bytes()
         for p in ws.rglob("*.md")
-        if "_archive" not in p.parts and p.name != "README.md"
+        # A killed writer may leave its hidden temp file (never a memory: it was not renamed in).
+        if "_archive" not in p.parts and p.name != "README.md" and not p.name.startswith(".")
     }
 
 
@@ -215,3 +216,12 @@ def test_kill_while_regenerating_a_companion(cli, ws: Path) -> None:
     archived = list((ws / "_archive" / "companions").glob("*.md"))
     assert archived and all(b"status: superseded" in p.read_bytes() for p in archived)
     repair_and_verify(ws)
+
+
+def test_a_half_written_temp_file_is_never_read_as_a_memory(cli, ws: Path) -> None:
+    """A writer killed while writing its temp file leaves only a hidden temp: never a memory."""
+    mid = cli.json("write", "Whole.", "--title", "Whole", "-w", str(ws))["data"]["id"]
+    (ws / "memories" / ".bm-tmp-0123456789ab-note__half.md").write_bytes(b"---\nid: mem_01J\ntit")
+    env = bm_json("index-rebuild", "-w", str(ws))
+    assert env["data"]["orphans"] == [] and [e["id"] for e in index(ws)["entries"]] == [mid]
+    assert cli.json("status", "-w", str(ws))["data"]["index_health"]["drifted"] == []
