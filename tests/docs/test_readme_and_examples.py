@@ -1,0 +1,89 @@
+"""The README's command reference matches --help, every command has --help, examples run green."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+import typer.main
+
+from box_memory.cli.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _reference_module():
+    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_readme_command_reference_is_current() -> None:
+    mod = _reference_module()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert mod.BEGIN in readme, "README.md lacks the generated command reference"
+    assert mod.render(readme) == readme, "README.md drifted: run `python scripts/cli_reference.py --write`"
+
+
+def _all_commands() -> list[list[str]]:
+    root = typer.main.get_command(app)
+    out: list[list[str]] = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        out.append(path)
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, [*path, name])
+
+    walk(root, [])
+    return out
+
+
+@pytest.mark.parametrize("path", _all_commands(), ids=lambda p: " ".join(p) or "box-memory")
+def test_every_command_has_help(cli, path: list[str]) -> None:
+    res = cli(*path, "--help")
+    assert res.exit_code == 0
+    assert "Usage:" in res.stdout
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash", 1)[1].split("```", 1)[0]
+    assert "pip install -e '.[dev]'" in first_block and "examples/quickstart.sh" in first_block
+    assert ".venv/bin/pytest -n 2" in first_block
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/pytest -n 2" in ci  # CI runs exactly the README's test command
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.sh"))
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_green(script: Path, tmp_path: Path) -> None:
+    bindir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHON": sys.executable,
+        "BOX_MEMORY": f"{sys.executable} -m box_memory",
+        "BOX_MEMORY_HOME": str(tmp_path / "home"),
+    }
+    for var in ("BOX_MEMORY_WORKSPACE", "BOX_ACCESS_TOKEN", "BOX_MCP_URL"):
+        env.pop(var, None)
+    res = subprocess.run(
+        ["bash", str(script), str(tmp_path / "demo")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "error:" not in res.stderr
