@@ -107,12 +107,20 @@ def _summary(ws: Workspace, name: str, indexes: list[FolderIndex]) -> dict[str, 
     }
 
 
+def _has_files(ws: Workspace, path: str, depth: int = 3) -> bool:
+    """Any file under `path`? Box MCP cannot delete, so a moved team leaves empty folders behind."""
+    for e in ws.store.list_dir(path):
+        if not e.is_dir or (depth > 0 and _has_files(ws, join(path, e.name), depth - 1)):
+            return True
+    return False
+
+
 def list_teams(ws: Workspace) -> dict[str, Any]:
     """Every tracked team with counts, plus team folders on disk that the config does not list."""
     indexes, problems = read_indexes(ws)
     rows = [_summary(ws, t, indexes) for t in ws.config.teams]
     on_disk = {e.name for e in ws.store.list_dir("teams") if e.is_dir}
-    untracked = sorted(on_disk - set(ws.config.teams))
+    untracked = sorted(t for t in on_disk - set(ws.config.teams) if _has_files(ws, join("teams", t)))
     return {"teams": rows, "untracked_folders": [f"teams/{t}/" for t in untracked], "problems": problems}
 
 
@@ -204,7 +212,7 @@ def remove_team(ws: Workspace, name: str) -> dict[str, Any]:
             raise InvalidInput(f"team {name!r} is the workspace's default team and cannot be removed")
         tracked = name in ws.config.teams
         src = join("teams", name)
-        present = ws.store.exists(src)
+        present = _has_files(ws, src)
         if not tracked and not present:
             raise NotFound(f"no team {name!r} in this workspace (see `box-memory team ls`)")
         dropped_ids = _team_folder_ids(ws, name)

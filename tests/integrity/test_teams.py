@@ -62,7 +62,9 @@ def test_ls_and_inspect_report_counts(cli, ws: Path) -> None:
         )
     cli.json("write", "root", "--title", "Root one", "-w", str(ws))
     (ws / "teams" / "ops" / "files" / "runbook.pdf").write_bytes(b"%PDF-1.4 x")
-    (ws / "teams" / "orphan-dir").mkdir()
+    (ws / "teams" / "orphan-dir" / "memories").mkdir(parents=True)
+    (ws / "teams" / "orphan-dir" / "memories" / "_index.json").write_bytes(b'{"entries": []}')
+    (ws / "teams" / "empty-leftover" / "memories").mkdir(parents=True)  # nothing to report
     ls = cli.json("team", "ls", "-w", str(ws))
     rows = {r["team"]: r for r in ls["data"]["teams"]}
     assert rows["ops"]["memories"] == 3 and rows["ops"]["files"] == 1
