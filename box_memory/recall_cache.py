@@ -14,11 +14,11 @@ kept with its signatures, so a warm call re-lists nothing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -74,10 +74,15 @@ _EXPIRES = re.compile(r"^expires_at:[ \t]*['\"]?([^'\"\r\n]+)", re.M)
 
 
 def cache_path(ws: Workspace) -> str:
+    """`<tail of the root's name>-<64-bit checksum of the root>.sqlite3`: readable, and distinct per
+    workspace (the database also records its root and is rebuilt if another one opens it)."""
     from box_memory.paths import user_dirs
 
-    key = hashlib.sha256(ws.describe().encode("utf-8")).hexdigest()[:24]
-    return str(user_dirs().recall_cache_dir / f"{key}.sqlite3")
+    root = ws.describe()
+    raw = root.encode("utf-8", "surrogatepass")
+    tail = re.sub(r"[^A-Za-z0-9]+", "-", root).strip("-")[-40:] or "workspace"
+    # zlib is already loaded by the CLI; hashlib would add OpenSSL to every recall's start-up.
+    return str(user_dirs().recall_cache_dir / f"{tail}-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.sqlite3")
 
 
 def split_body(raw: bytes) -> tuple[str, str]:
@@ -258,6 +263,8 @@ class RecallCache:
 
     def _reread_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> None:
         """Re-read one folder's index, list it, and re-read only the files that changed."""
+        from hashlib import blake2b
+
         from box_memory.index import FolderIndex, drift, is_memory_file, load_index
 
         ws, db = self.ws, self.conn
@@ -295,9 +302,7 @@ class RecallCache:
                 continue
             seen.add(mid)
             # A digest of the whole entry: any change to it (status, tags, file) re-reads the memory.
-            sig = hashlib.blake2b(
-                orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16
-            ).digest()
+            sig = blake2b(orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16).digest()
             path = str(e.get("local_path") or join(folder, str(e.get("filename") or "")))
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
