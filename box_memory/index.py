@@ -140,9 +140,12 @@ class FolderIndex:
             return False
         if n_old and by_id.get(self.entries[n_old - 1].get("id")) != n_old - 1:
             return False
-        maps = {k: d.get(k) for k in INDEX_MAPS}
-        if any(not isinstance(m, dict) for m in maps.values()):
-            return False
+        maps: dict[str, dict[str, Any]] = {}
+        for k in INDEX_MAPS:
+            m = d.get(k)
+            if not isinstance(m, dict):
+                return False
+            maps[k] = m
         for pos, e in enumerate(new, start=n_old):
             mid = e["id"]
             by_id[mid] = pos
