@@ -149,8 +149,8 @@ class FolderIndex:
         for pos, e in enumerate(new, start=n_old):
             mid = e["id"]
             by_id[mid] = pos
-            maps["by_kind"].setdefault(e.get("kind"), [])  # type: ignore[arg-type].append(mid)
-            maps["by_status"].setdefault(e.get("status"), [])  # type: ignore[arg-type].append(mid)
+            maps["by_kind"].setdefault(e.get("kind"), []).append(mid)  # type: ignore[arg-type]
+            maps["by_status"].setdefault(e.get("status"), []).append(mid)  # type: ignore[arg-type]
             for t in e.get("tags") or ():
                 maps["by_tag"].setdefault(t, []).append(mid)
             for name, key in (
