@@ -23,10 +23,32 @@ from box_memory.index import load_index, refresh_rollup, save_index, scan_folder
 from box_memory.store.local import LocalStore
 from box_memory.workspace import init_workspace
 
-WORDS = (
-    "auth token session deploy queue retry cache index schema migration rollout incident budget "
-    "latency throughput contract policy vendor review backup restore audit compliance region"
-).split()
+WORDS = [
+    "auth",
+    "token",
+    "session",
+    "deploy",
+    "queue",
+    "retry",
+    "cache",
+    "index",
+    "schema",
+    "migration",
+    "rollout",
+    "incident",
+    "budget",
+    "latency",
+    "throughput",
+    "contract",
+    "policy",
+    "vendor",
+    "review",
+    "backup",
+    "restore",
+    "audit",
+    "compliance",
+    "region",
+]
 
 
 def seed_folder(root: Path, n: int) -> None:
@@ -61,8 +83,20 @@ def time_writes(root: Path, runs: int) -> list[float]:
     env = {**os.environ, "BOX_MEMORY_HOME": str(root.parent / "home")}
     out = []
     for i in range(runs):
-        cmd = [sys.executable, "-m", "box_memory", "write", f"We decided bench item {i} uses the queue.",
-               "--title", f"Bench write {i}", "--tag", "bench", "-w", str(root), "--quiet"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "box_memory",
+            "write",
+            f"We decided bench item {i} uses the queue.",
+            "--title",
+            f"Bench write {i}",
+            "--tag",
+            "bench",
+            "-w",
+            str(root),
+            "--quiet",
+        ]
         t = time.perf_counter()
         subprocess.run(cmd, check=True, env=env)
         out.append((time.perf_counter() - t) * 1000)
@@ -86,7 +120,8 @@ def main() -> None:
             seed_folder(root, n)
             ms = sorted(time_writes(root, args.runs))
             p90 = ms[int(len(ms) * 0.9) - 1]
-            print(f"write into {n:>6} memories: p50 {statistics.median(ms):.0f} ms  p90 {p90:.0f} ms  (runs={len(ms)})")
+            p50 = statistics.median(ms)
+            print(f"write into {n:>6} memories: p50 {p50:.0f} ms  p90 {p90:.0f} ms  (runs={len(ms)})")
 
 
 if __name__ == "__main__":

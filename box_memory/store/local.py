@@ -136,7 +136,8 @@ class LocalStore:
     def list_names(self, path: str) -> list[str]:
         """Names only: no per-file stat, so a 10k-file folder lists in a few milliseconds."""
         try:
-            return [n for n in os.listdir(self._p(path)) if not n.startswith(TMP_PREFIX)]
+            names = os.listdir(self._p(path))  # noqa: PTH208 - plain names, no Path objects: it is the hot path
+            return [n for n in names if not n.startswith(TMP_PREFIX)]
         except (FileNotFoundError, NotADirectoryError):
             return []
 
