@@ -10,7 +10,8 @@ so is the recall cache (built by the first, untimed, recall). ripgrep lists the 
 contain any of the same words (`rg -l -i -F --glob '*.md' -e WORD...`): a scan with no ranking,
 the floor a grep-based recall could reach. Reported: wall-clock medians (p90 in brackets) and the
 median CPU time (user + system of the child, all its threads) in milliseconds; CPU time is the
-steadier number on a shared machine.
+steadier number on a shared machine. All commands of one size run interleaved, round by round,
+with `box-memory --version` among them: "vs --version" is recall's cost over the bare CLI start.
 
 Also measured once per size: the recall cache's cold build (cache deleted), and the first recall
 right after a `write` (the incremental refresh). The corpus gets those few writes; delete DIR for
@@ -46,21 +47,26 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _time(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU (user + system, all threads) milliseconds of `runs` fresh processes."""
-    subprocess.run(cmd, env=env, capture_output=True, check=False)  # warm the OS cache, untimed
-    wall, cpu = [], []
+def _time(
+    cmds: dict[str, list[str]], env: dict[str, str], runs: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU (user + system, all threads) ms of fresh processes, the commands interleaved
+    round by round so that every one of them sees the same machine load."""
+    for cmd in cmds.values():
+        subprocess.run(cmd, env=env, capture_output=True, check=False)  # warm the OS cache, untimed
+    out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in cmds}
     for _ in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall.append((time.perf_counter() - t) * 1000)
-        cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
-        err = proc.stderr.read() if proc.stderr else b""
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):  # rg exits 1 when nothing matches
-            raise SystemExit(f"{cmd} failed ({code}): {err.decode()[-500:]}")
-    return wall, cpu
+        for key, cmd in cmds.items():
+            t = time.perf_counter()
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(proc.pid, 0)
+            out[key][0].append((time.perf_counter() - t) * 1000)
+            out[key][1].append((usage.ru_utime + usage.ru_stime) * 1000)
+            err = proc.stderr.read() if proc.stderr else b""
+            code = os.waitstatus_to_exitcode(status)
+            if code not in (0, 1):  # rg exits 1 when nothing matches
+                raise SystemExit(f"{cmd} failed ({code}): {err.decode()[-500:]}")
+    return out
 
 
 def _fmt(ms: list[float]) -> str:
@@ -69,6 +75,7 @@ def _fmt(ms: list[float]) -> str:
 
 
 def _cell(times: tuple[list[float], list[float]]) -> str:
+    """`wall p50 (p90) | cpu p50`."""
     wall, cpu = times
     return f"{_fmt(wall)} | {statistics.median(cpu):.0f}"
 
@@ -108,17 +115,24 @@ def bench_size(n: int, out: Path, runs: int, rg: str | None) -> list[str]:
     t = time.perf_counter()
     subprocess.run(_recall_cmd(ws, "warm up"), env=env, capture_output=True, check=True)
     build_s = time.perf_counter() - t
-    rows = []
-    for shape, query, words in _queries(manifest):
-        recall_cell = _cell(_time(_recall_cmd(ws, query), env, runs))
-        rg_cell = "- | -"
+    cmds = {"version": [sys.executable, "-m", "box_memory", "--version"]}
+    queries = _queries(manifest)
+    for shape, query, words in queries:
+        cmds["recall " + shape] = _recall_cmd(ws, query)
         if rg:
-            args = [rg, "-l", "-i", "-F", "--glob", "*.md"]
+            cmds["rg " + shape] = [rg, "-l", "-i", "-F", "--glob", "*.md"]
             for w in words:
-                args += ["-e", w]
-            rg_cell = _cell(_time([*args, str(ws)], env, runs))
-        rows.append(f"| {n:,} | {shape} | `{query}` | {recall_cell} | {rg_cell} |")
-        print("  " + rows[-1], flush=True)
+                cmds["rg " + shape] += ["-e", w]
+            cmds["rg " + shape].append(str(ws))
+    times = _time(cmds, env, runs)
+    floor = statistics.median(times["version"][0])
+    rows = [f"| {n:,} | `box-memory --version` (floor) | | {_cell(times['version'])} | | - | - |"]
+    for shape, query, _words in queries:
+        t = times["recall " + shape]
+        rg_cell = _cell(times["rg " + shape]) if rg else "- | -"
+        over = statistics.median(t[0]) - floor
+        rows.append(f"| {n:,} | {shape} | `{query}` | {_cell(t)} | {over:+.0f} | {rg_cell} |")
+    print("  " + "\n  ".join(rows), flush=True)
     # The first recall after a write: one folder re-read, one memory file re-read.
     after = []
     for i in range(3):
@@ -131,8 +145,8 @@ def bench_size(n: int, out: Path, runs: int, rg: str | None) -> list[str]:
         subprocess.run(_recall_cmd(ws, "zanzibar"), env=env, capture_output=True, check=True)
         after.append((time.perf_counter() - t) * 1000)
     extra = (
-        f"| {n:,} | cold cache build | (cache deleted) | {build_s * 1000:.0f} | - | - | - |\n"
-        f"| {n:,} | first recall after a write | `zanzibar` | {_fmt(after)} | - | - | - |"
+        f"| {n:,} | cold cache build | (cache deleted) | {build_s * 1000:.0f} | | | - | - |\n"
+        f"| {n:,} | first recall after a write | `zanzibar` | {_fmt(after)} | | | - | - |"
     )
     print("  " + extra.replace("\n", "\n  "), flush=True)
     return [*rows, extra]
@@ -150,10 +164,9 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "box_memory"), quiet=1)  # what an installed package has
     rg = shutil.which("rg")
     env = _env(args.out / "home-floor")
-    floor_py = _cell(_time([sys.executable, "-c", "pass"], env, args.runs)).replace(" | ", " ms, cpu ")
-    floor_cli = _cell(_time([sys.executable, "-m", "box_memory", "--version"], env, args.runs))
-    floor_cli = floor_cli.replace(" | ", " ms, cpu ")
-    print(f"python -c pass: {floor_py} ms; box-memory --version: {floor_cli} ms", flush=True)
+    floor = _time({"py": [sys.executable, "-c", "pass"]}, env, args.runs)["py"]
+    floor_py = _cell(floor).replace(" | ", " ms, cpu ")
+    print(f"python -c pass: {floor_py} ms", flush=True)
     if not rg:
         print("ripgrep (rg) not found: its column is left empty (apt-get install -y ripgrep)")
     rg_version = "no ripgrep"
@@ -163,10 +176,11 @@ def main() -> None:
     lines = [
         f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; {rg_version}; "
         f"load average at start {os.getloadavg()[0]:.2f}.",
-        f"Floors: `python -c pass` {floor_py} ms, `box-memory --version` {floor_cli} ms.",
+        f"Interpreter floor: `python -c pass` {floor_py} ms.",
         "",
-        "| memories | query shape | query | recall ms p50 (p90) | recall cpu | rg ms p50 (p90) | rg cpu |",
-        "|---:|---|---|---:|---:|---:|---:|",
+        "| memories | query shape | query | recall ms p50 (p90) | cpu | vs --version "
+        "| rg ms p50 (p90) | rg cpu |",
+        "|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         print(f"{n} memories", flush=True)
