@@ -235,7 +235,7 @@ class RecallCache:
                 raise
             rows = self._folder_rows()
         self.stats.ms = (time.perf_counter() - started) * 1000
-        return [w for f in folders for w in orjson.loads(rows[f][2])]
+        return [w for f in folders if f in rows for w in orjson.loads(rows[f][2])]
 
     def _folder_rows(self) -> dict[str, tuple[Any, Any, str]]:
         return {

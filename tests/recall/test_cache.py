@@ -148,6 +148,16 @@ def test_broken_index_is_reported_and_other_folders_answer(tmp_path: Path, cli) 
     assert any("memories/_index.json" in w and "index-rebuild" in w for w in env["warnings"])
 
 
+def test_a_configured_team_without_folders_is_no_error(filled: Path, cli) -> None:
+    cfg = filled / "_box-memory.json"
+    data = json.loads(cfg.read_text())
+    data["teams"] = [*data["teams"], "ghost"]  # listed in the config, never created on disk
+    cfg.write_text(json.dumps(data))
+    env = cli.json("recall", "billing", "-w", str(filled))
+    assert len(ids(env)) == 1
+    assert ids(cli.json("recall", "billing", "-w", str(filled))) == ids(env)
+
+
 def test_recall_never_writes_to_the_workspace(filled: Path, cli, snap) -> None:
     before = snap(filled)
     cli.json("recall", "gateway", "-w", str(filled))
