@@ -34,6 +34,7 @@ from box_memory.workspace import Workspace
 DEFAULT_LIMIT = 10
 BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
+MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
 LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
 
 _STOPWORD_LIST = [
@@ -368,6 +369,9 @@ class Search:
     def free_text(self, text: str, skip: set[int]) -> list[Hit]:
         """Title/slug/tag matches scored by the ladder in SQL, then body-only hits if room is left."""
         tokens = tokens_of(text)
+        if len(tokens) > MAX_TOKENS:
+            self.warnings.append(f"only the first {MAX_TOKENS} words of the query are searched")
+            tokens = tokens[:MAX_TOKENS]
         hits = self._field_hits(text, tokens, skip)
         if len(hits) < self.limit and tokens:
             hits += self._body_only(tokens, skip | {h.row.rid for h in hits}, self.limit - len(hits))

@@ -338,7 +338,8 @@ class RecallCache:
             if not expires and "expires_at" in front:
                 m = _EXPIRES.search(front)
                 expires = m.group(1).strip() if m else None
-            tags = [str(t) for t in e.get("tags") or [] if t is not None]
+            raw_tags = e.get("tags") or []
+            tags = [str(t) for t in (raw_tags if isinstance(raw_tags, list) else [raw_tags]) if t is not None]
             title = str(e.get("title") or "")
             slug = str(e.get("slug") or "")
             status = str(e.get("status") or "")

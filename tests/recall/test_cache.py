@@ -171,3 +171,19 @@ def test_concurrent_first_recalls_agree(filled: Path) -> None:
     outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert len({tuple(ids(o)) for o in outs}) == 1 and len(ids(outs[0])) == 1
+
+
+def test_index_written_by_another_tool_is_read_tolerantly(tmp_path: Path, cli) -> None:
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root))
+    put(root, "Loose entry", n=1, tags=["auth"])
+    reindex(root)
+    idx_path = root / "memories" / "_index.json"
+    idx = json.loads(idx_path.read_text())
+    entry = idx["entries"][0]
+    entry["tags"] = "auth"  # a scalar where a list belongs
+    del entry["local_path"]  # the plugin's entries carry only the file name
+    idx_path.write_text(json.dumps(idx))
+    env = cli.json("recall", "tag:auth", "-w", str(root))
+    assert ids(env) == [mem_id(1)]
+    assert env["data"]["hits"][0]["path"] == "memories/note__loose-entry.md"

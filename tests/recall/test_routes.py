@@ -153,3 +153,13 @@ def test_no_hits_exit_zero_with_a_warning(ws: Path, cli) -> None:
     env = cli.json("recall", "nothing matches this", "-w", str(ws))
     assert env["exit_code"] == 0 and env["data"]["hits"] == []
     assert env["warnings"]
+
+
+def test_odd_queries_are_answered_not_crashed(ws: Path, cli) -> None:
+    _write(cli, ws, 'Quotes "and" stars * and NEAR(x y) in the body.', "Odd characters", "--tag", "misc")
+    for query in ['"unbalanced', "NEAR(x", "***", "a AND OR NOT", "[[ ]]", "x" * 500, "é日本語"]:
+        env = cli.json("recall", query, "-w", str(ws))
+        assert env["exit_code"] == 0, query
+    long = " ".join(f"w{i}" for i in range(60)) + " quotes"
+    env = cli.json("recall", long, "-w", str(ws))
+    assert any("first 32 words" in w for w in env["warnings"])
