@@ -28,14 +28,14 @@ import orjson
 from box_memory.errors import InvalidInput
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
-from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, RecallCache, folded, with_cache
+from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
 from box_memory.workspace import Workspace
 
 DEFAULT_LIMIT = 10
 BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
 MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
-LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
+LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)  # as index.LIVE, without importing YAML
 
 _STOPWORD_LIST = [
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
@@ -50,7 +50,6 @@ _STOPWORD_LIST = [
     "will", "with", "would", "you", "your", "yours"
 ]  # fmt: skip
 STOPWORDS = frozenset(_STOPWORD_LIST)
-_WORD_RE = re.compile(r"\w+")
 _STRUCT_RE = re.compile(r"^(kind|tag|team|status):(\S+)$", re.IGNORECASE)
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 
@@ -204,7 +203,7 @@ class Hit:
 
 
 def tokens_of(text: str) -> list[str]:
-    words = list(dict.fromkeys(_WORD_RE.findall(text.casefold())))
+    words = list(dict.fromkeys(WORD_RE.findall(text.casefold())))
     kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
     return kept or words
 
