@@ -296,21 +296,23 @@ class RecallCache:
         todo: list[tuple[dict[str, Any], str, str, bytes, str | None]] = []
         replaced: list[int] = []
         seen: set[str] = set()
-        for e in idx.entries:
-            mid = str(e.get("id") or "")
+        for ent in idx.entries:
+            mid = str(ent.get("id") or "")
             if not mid or mid in seen:
                 continue
             seen.add(mid)
             # A digest of the whole entry: any change to it (status, tags, file) re-reads the memory.
-            sig = blake2b(orjson.dumps(e, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16).digest()
-            path = str(e.get("local_path") or join(folder, str(e.get("filename") or "")))
+            sig = blake2b(
+                orjson.dumps(ent, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16
+            ).digest()
+            path = str(ent.get("local_path") or join(folder, str(ent.get("filename") or "")))
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
             if prev is not None and prev[1] == sig and prev[2] == file_sig:
                 continue
             if prev is not None:
                 replaced.append(prev[0])
-            todo.append((e, mid, path, sig, file_sig))
+            todo.append((ent, mid, path, sig, file_sig))
         prefetch = getattr(ws.store, "prefetch", None)
         if prefetch is not None and todo:  # cloud: fetch just the changed files, concurrently
             prefetch(t[2] for t in todo)

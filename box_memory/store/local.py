@@ -5,9 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +14,9 @@ import orjson
 from box_memory.errors import BackendUnavailable, LockBusy, NotFound
 from box_memory.model import now_iso, parse_time
 from box_memory.store.base import AlreadyExists, Entry, clean_path
+
+# secrets, socket and threading are imported where the write path needs them: read-only
+# commands (recall, get, status) never load them.
 
 LOCK_NAME = "_box-memory.lock"
 TMP_PREFIX = ".bm-tmp-"
@@ -66,7 +66,7 @@ class LocalStore:
 
     def _write_temp(self, target: Path, data: bytes) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f"{TMP_PREFIX}{secrets.token_hex(6)}-{target.name}"
+        tmp = target.parent / f"{TMP_PREFIX}{os.urandom(6).hex()}-{target.name}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
@@ -167,7 +167,10 @@ class FileLock:
 
     def __init__(self, path: Path, *, writer: str, skill: str) -> None:
         self.path = path
-        self.token = secrets.token_hex(8)
+        import socket
+        import threading
+
+        self.token = os.urandom(8).hex()
         self.body = {
             "writer": writer,
             "skill": skill,
@@ -179,7 +182,7 @@ class FileLock:
         }
         self.stale_after, self.wait, self.renew_every = lock_settings()
         self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None
+        self._renewer: threading.Thread | None = None  # started once the lock is held
 
     def _try_create(self) -> bool:
         try:
@@ -217,7 +220,7 @@ class FileLock:
 
     def _take_over(self, seen: bytes) -> None:
         """Rename the stale lock aside (only one contender's rename wins), then create afresh."""
-        aside = self.path.with_name(f"{LOCK_NAME}.stale-{secrets.token_hex(6)}")
+        aside = self.path.with_name(f"{LOCK_NAME}.stale-{os.urandom(6).hex()}")
         try:
             self.path.rename(aside)
         except FileNotFoundError:
@@ -251,6 +254,8 @@ class FileLock:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+        import threading
+
         self._renewer = threading.Thread(target=self._renew_loop, daemon=True)
         self._renewer.start()
 
@@ -260,7 +265,7 @@ class FileLock:
             try:
                 if orjson.loads(self.path.read_bytes()).get("token") != self.token:
                     return  # taken over: not ours to renew any more
-                tmp = self.path.with_name(f"{TMP_PREFIX}{secrets.token_hex(4)}-lock")
+                tmp = self.path.with_name(f"{TMP_PREFIX}{os.urandom(4).hex()}-lock")
                 tmp.write_bytes(orjson.dumps(self.body))
                 tmp.replace(self.path)
             except (OSError, orjson.JSONDecodeError):

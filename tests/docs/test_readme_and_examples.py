@@ -87,3 +87,23 @@ def test_example_runs_green(script: Path, tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "error:" not in res.stderr
+
+
+def test_lazy_entry_point_knows_every_command() -> None:
+    """main() builds only the invoked command from COMMAND_MODULES: it must name them all."""
+    from box_memory.cli import app as app_module
+
+    root = typer.main.get_command(app_module.app)
+    assert isinstance(root, click.Group)
+    assert set(app_module.COMMAND_MODULES) == set(root.commands)
+    for name, module in app_module.COMMAND_MODULES.items():
+        lean = typer.main.get_command(app_module.build_app([module]))
+        assert isinstance(lean, click.Group) and name in lean.commands
+
+
+def test_cold_version_and_help_via_the_console_entry_point() -> None:
+    for args, needle in ((["--version"], "box-memory "), (["recall", "--help"], "box-memory recall")):
+        res = subprocess.run(
+            [sys.executable, "-m", "box_memory", *args], capture_output=True, text=True, check=False
+        )
+        assert res.returncode == 0 and needle in res.stdout
