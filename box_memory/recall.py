@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from box_memory.errors import InvalidInput
+from box_memory.errors import BoxMemoryError, InvalidInput
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
 from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
@@ -573,6 +573,8 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     if include is None:
         include = bool(ws.config.settings.get("include_superseded_in_recall"))
     res = with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
+    if res.data.get("route") == "filter" and len(res.data["hits"]) < req.limit:
+        _metadata_route(ws, filters, include, req.limit, res)
     res.data["brain"] = brain_hits(ws, text) if req.brain else []
     hits = res.data["hits"]
     if req.full and hits:
@@ -583,6 +585,73 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
             "content": raw.decode("utf-8", "replace"),
         }
     return res
+
+
+def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, res: RecallResult) -> None:
+    """Last step of the structured route on a Box workspace (Business+ tiers): Box metadata search.
+
+    The indexes answered first; this only adds memory files that Box's metadata index knows and
+    the workspace indexes do not (another writer's lost index entry, a crash before the index
+    write), each flagged `matched_on: metadata` with a warning to run index-rebuild. The store
+    returns None when the template is missing, younger than Box's search lag, or the tool is
+    absent: then nothing changes. Local workspaces have no such method and never get here.
+    """
+    search = getattr(ws.store, "metadata_search", None)
+    if search is None or len(filters.kinds) > 1 or len(filters.statuses) > 1 or len(filters.teams) > 1:
+        return
+    if not (filters.kinds or filters.statuses or filters.teams) or filters.tags:
+        return
+    found = search(
+        kind=filters.kinds[0] if filters.kinds else None,
+        status=filters.statuses[0] if filters.statuses else None,
+        team=filters.teams[0] if filters.teams else None,
+    )
+    if not found:
+        return
+    from box_memory.index import read_memory
+    from box_memory.store.boxmcp import logical_folder_paths
+
+    folder_of = {
+        fid: path for path, fid in logical_folder_paths(ws.config.folder_ids, ws.config.teams).items()
+    }
+    known = {h["id"] for h in res.data["hits"]}
+    added: list[dict[str, Any]] = []
+    for entry in found:
+        folder = folder_of.get(str((entry.get("parent") or {}).get("id") or ""))
+        name = str(entry.get("name") or "")
+        if folder is None or not name.endswith(".md") or len(res.data["hits"]) + len(added) >= limit:
+            continue
+        try:
+            mem = read_memory(ws, f"{folder}/{name}")
+        except BoxMemoryError:
+            continue
+        hidden = mem.status in HIDDEN_STATUSES or mem.is_expired()
+        if mem.id in known or (hidden and not include and not filters.asks_hidden()):
+            continue
+        known.add(mem.id)
+        exc, _spans = excerpt(mem.body, mem.title, [])
+        added.append(
+            {
+                "id": mem.id,
+                "title": mem.title,
+                "kind": mem.kind,
+                "status": mem.status,
+                "team": mem.meta.get("team"),
+                "tags": mem.tags,
+                "score": 0.0,
+                "matched_on": "metadata",
+                "path": mem.path,
+                "updated_at": mem.meta.get("updated_at"),
+                "excerpt": exc,
+            }
+        )
+    if added:
+        res.data["hits"] = [*res.data["hits"], *added]
+        res.data["count"] = len(res.data["hits"])
+        res.warnings.append(
+            f"{len(added)} memory file(s) found through Box metadata search are missing from the indexes"
+            " - run `box-memory index-rebuild`"
+        )
 
 
 def _run(

@@ -271,3 +271,28 @@ def test_cloud_init_defaults_to_the_root_with_a_warning(emu: Emulator, cli: Any)
     )
     default = cli.json("status")["data"]["workspace"]["root"]  # init made it the default
     assert default == env["data"]["workspace"]
+
+
+def test_structured_recall_falls_back_to_box_metadata_for_unindexed_memories(cloud: Backend) -> None:
+    kept = cloud.data("write", "We decided X.", "--title", "Decision X")
+    lost = cloud.data("write", "We decided Y.", "--title", "Decision Y")
+    cloud.data("write", "A fact.", "--title", "Fact Z", "--kind", "fact")
+    # Another writer's index update was lost: Y's file and metadata exist, its index entry does not.
+    idx_path = cloud.path("memories/_index.json")
+    idx = json.loads(idx_path.read_text())
+    idx["entries"] = [e for e in idx["entries"] if e["id"] != lost["id"]]
+    idx_path.write_text(json.dumps(idx))
+    # While the template is younger than Box's search lag, only the indexes answer.
+    env = cloud.run("recall", "kind:decision")
+    assert [h["id"] for h in env["data"]["hits"]] == [kept["id"]]
+    cfg_path = cloud.path("_box-memory.json")
+    cfg = json.loads(cfg_path.read_text())
+    cfg["metadata_template_created_at"] = "2020-01-01T00:00:00.000Z"
+    cfg_path.write_text(json.dumps(cfg))
+    env = cloud.run("recall", "kind:decision")
+    hits = {h["id"]: h for h in env["data"]["hits"]}
+    assert set(hits) == {kept["id"], lost["id"]}
+    assert hits[lost["id"]]["matched_on"] == "metadata" and hits[kept["id"]]["matched_on"] == "filter"
+    assert any("index-rebuild" in w for w in env["warnings"])
+    # Free text never takes this route, and a fact filter finds no decision.
+    assert all(h["kind"] == "fact" for h in cloud.data("recall", "kind:fact")["hits"])
