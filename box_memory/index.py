@@ -347,10 +347,13 @@ def drift(
     if listing is not None:
         listing = [e for e in listing if not e.is_dir and is_memory_file(e.name)]
     elif quick:
-        listing = [Entry(n, False) for n in ws.store.list_names(idx.folder) if is_memory_file(n)]
+        listing = []  # names only: no per-file objects on a write's hot path
     else:
         listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
-    on_disk = {e.name for e in listing}
+    if quick and not listing:
+        on_disk = {n for n in ws.store.list_names(idx.folder) if is_memory_file(n)}
+    else:
+        on_disk = {e.name for e in listing}
     indexed = {str(e.get("filename")) for e in idx.entries}
     # Files a rebuild could not index (unparseable, duplicate id) are recorded, not drift.
     indexed |= {str(o.get("filename")) for o in idx.data.get("orphans") or [] if isinstance(o, dict)}
