@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory import frontmatter
-from box_memory.errors import DuplicateMemory, HeldMemory, InvalidInput, NotFound
+from box_memory.errors import BoxMemoryError, DuplicateMemory, HeldMemory, InvalidInput, NotFound
 from box_memory.ids import (
     is_memory_id,
     new_id,
@@ -527,17 +527,68 @@ def chain(indexes: list[FolderIndex], start_id: str) -> list[dict[str, Any]]:
     return out
 
 
+ARCHIVED_COMPANIONS = "_archive/companions"
+
+
+def archived_companions(ws: Workspace) -> dict[str, str]:
+    """Superseded companions moved aside (`<binary>.<id>.md`): id -> path. They are kept, not
+    indexed, so `get` and `--history` look here for ids the indexes do not know."""
+    out: dict[str, str] = {}
+    for name in ws.store.list_names(ARCHIVED_COMPANIONS):
+        stem = name[:-3] if name.endswith(".md") else ""
+        mem_id = stem.rsplit(".", 1)[-1] if "." in stem else ""
+        if is_memory_id(mem_id):
+            out[mem_id] = join(ARCHIVED_COMPANIONS, name)
+    return out
+
+
+def _archived_links(ws: Workspace, archive: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """History rows for archived memories, keyed by id (read only when a history needs them)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for mem_id, path in archive.items():
+        try:
+            m = read_memory(ws, path)
+        except BoxMemoryError:
+            continue
+        rows[mem_id] = {
+            **{k: m.meta.get(k) for k in ("id", "title", "slug", "status", "updated_at")},
+            "superseded_by": m.superseded_by,
+            "local_path": path,
+        }
+    return rows
+
+
 def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, Any]:
     indexes = load_all(ws)
-    loc = locate(ws, ref, indexes)
-    mem = read_memory(ws, loc.path)
+    archive: dict[str, str] = {}
+    try:
+        loc_path = locate(ws, ref, indexes).path
+    except NotFound:
+        archive = archived_companions(ws) if is_memory_id(ref.strip()) else {}
+        if ref.strip() not in archive:
+            raise
+        loc_path = archive[ref.strip()]
+    mem = read_memory(ws, loc_path)
     result: dict[str, Any] = {
         "id": mem.id,
-        "path": loc.path,
+        "path": loc_path,
         "frontmatter": mem.meta,
         "body": mem.body,
     }
-    links = chain(indexes, mem.id)
+    if loc_path.startswith(ARCHIVED_COMPANIONS + "/"):
+        result["archived"] = True
+    links = chain(indexes, mem.superseded_by if result.get("archived") and mem.superseded_by else mem.id)
+    if history:
+        # Superseded companions live in the archive, not the indexes: put them in front.
+        archive = archive or archived_companions(ws)
+        rows = _archived_links(ws, archive) if archive else {}
+        back = {str(r["superseded_by"]): i for i, r in rows.items() if r.get("superseded_by")}
+        prefix: list[dict[str, Any]] = []
+        head = links[0]["id"] if links else mem.id
+        while head in back and back[head] not in {x["id"] for x in prefix}:
+            head = back[head]
+            prefix.insert(0, rows[head])
+        links = prefix + links
     current = links[-1] if links else None
     if current is not None and current["id"] != mem.id:
         result["current_id"] = current["id"]
