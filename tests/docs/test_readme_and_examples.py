@@ -107,3 +107,17 @@ def test_cold_version_and_help_via_the_console_entry_point() -> None:
             [sys.executable, "-m", "box_memory", *args], capture_output=True, text=True, check=False
         )
         assert res.returncode == 0 and needle in res.stdout
+
+
+def test_version_does_not_import_the_network_stack() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['box-memory', '--version']\n"
+        "from box_memory.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('mcp', 'httpx', 'httpx2', 'anyio', 'pydantic') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("box-memory ")
