@@ -152,7 +152,7 @@ def resolve_spec(explicit: str | None, cwd: Path | None = None) -> str:
 
 def store_for(spec: str) -> Store:
     if spec.startswith("box:"):
-        from box_memory.store.boxmcp import open_cloud_store  # type: ignore[import-not-found,unused-ignore]
+        from box_memory.store.boxmcp import open_cloud_store
 
         store: Store = open_cloud_store(spec[4:])
         return store
@@ -237,7 +237,8 @@ def init_workspace(
             created.append("README.md")
         if config_changed or reinit:
             ws.save_config()
-            created.append(CONFIG_NAME) if not existed else None
+            if not existed:
+                created.append(CONFIG_NAME)
         refresh_rollup(ws)
     return ws, {"created": created, "existed": existed}
 
