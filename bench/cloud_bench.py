@@ -32,50 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TOKEN = "bench-token"  # the emulator's fixture token
-WORDS = [
-    *[
-        "auth",
-        "token",
-        "session",
-        "deploy",
-        "queue",
-        "retry",
-        "cache",
-        "index",
-        "schema",
-        "migration",
-        "rollout",
-        "incident",
-    ],
-    *[
-        "budget",
-        "latency",
-        "throughput",
-        "contract",
-        "policy",
-        "vendor",
-        "review",
-        "backup",
-        "restore",
-        "audit",
-        "compliance",
-    ],
-    "region",
-]
-
-
-def memory_text(i: int) -> tuple[str, str]:
-    w = [WORDS[(i * 7 + k) % len(WORDS)] for k in range(4)]
-    title = f"{w[0].title()} {w[1]} note {i}"
-    slug = f"{w[0]}-{w[1]}-note-{i}"
-    mid = f"mem_01J{i:023d}"
-    text = (
-        f"---\nid: {mid}\nslug: {slug}\ntitle: {title}\nkind: note\nstatus: active\nteam: default\n"
-        f"created_at: '2025-01-01T00:00:00.000Z'\nupdated_at: '2025-01-01T00:00:00.000Z'\n"
-        f"tags: [{w[2]}, {w[3]}]\n---\n\n# {title}\n\nWe looked at {w[0]} and {w[1]} for the {w[2]} "
-        f"work; the {w[3]} review found nothing new.\n"
-    )
-    return f"note__{slug}.md", text
+sys.path.insert(0, str(ROOT / "bench"))
+from write_bench import memory_file as memory_text  # noqa: E402 - the same corpus as the write bench
 
 
 class Runner:

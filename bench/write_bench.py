@@ -51,28 +51,34 @@ WORDS = [
 ]
 
 
+def memory_file(i: int) -> tuple[str, str]:
+    """The i-th memory of the bench corpus: (file name, file text), deterministic."""
+    w = [WORDS[(i * 7 + k) % len(WORDS)] for k in range(4)]
+    title = f"{w[0].title()} {w[1]} note {i}"
+    slug = f"{w[0]}-{w[1]}-note-{i}"
+    meta = {
+        "id": f"mem_01J{i:023d}",
+        "slug": slug,
+        "title": title,
+        "kind": "note",
+        "status": "active",
+        "team": "default",
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "updated_at": "2026-01-01T00:00:00.000Z",
+        "tags": [w[2], w[3]],
+    }
+    body = f"# {title}\n\n" + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(60)) + "\n"
+    return f"note__{slug}.md", frontmatter.render(meta, body)
+
+
 def seed_folder(root: Path, n: int) -> None:
     """N realistic memory files in memories/, then a real index built from them."""
     root.mkdir(parents=True)
     ws, _ = init_workspace(LocalStore(root), "bench", teams=[], layout="sibling")
     folder = root / "memories"
     for i in range(n):
-        w = [WORDS[(i * 7 + k) % len(WORDS)] for k in range(4)]
-        title = f"{w[0].title()} {w[1]} note {i}"
-        slug = f"{w[0]}-{w[1]}-note-{i}"
-        meta = {
-            "id": f"mem_01J{i:023d}",
-            "slug": slug,
-            "title": title,
-            "kind": "note",
-            "status": "active",
-            "team": "default",
-            "created_at": "2026-01-01T00:00:00.000Z",
-            "updated_at": "2026-01-01T00:00:00.000Z",
-            "tags": [w[2], w[3]],
-        }
-        body = f"# {title}\n\n" + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(60)) + "\n"
-        (folder / f"note__{slug}.md").write_text(frontmatter.render(meta, body))
+        name, text = memory_file(i)
+        (folder / name).write_text(text)
     idx = load_index(ws, "memories")
     idx.data["entries"], _ = scan_folder(ws, "memories")
     save_index(ws, idx)
