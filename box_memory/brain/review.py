@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -432,50 +433,61 @@ def _open_loops(doc: Doc) -> list[dict[str, Any]]:
     ]
 
 
-def _workflows(doc: Doc) -> list[dict[str, Any]]:
+def _sentence_matches(
+    doc: Doc,
+    kind: str,
+    pattern: re.Pattern[str],
+    *,
+    label: str,
+    says: str,
+    confidence: float | Callable[[str], float],
+    memory_kind: str,
+) -> list[dict[str, Any]]:
+    """One candidate per sentence of `doc` that `pattern` finds (at most MAX_PER_DOC[kind])."""
     out: list[dict[str, Any]] = []
     for s in sentences(doc.text):
-        m = _CADENCE.search(s)
+        m = pattern.search(s)
         if not m or len(s) < 20:
             continue
         out.append(
             _cand(
-                "workflow",
+                kind,
                 doc,
-                title=f"Recurring: {s[:90]}",
+                title=f"{label}: {s[:90]}",
                 statement=f"{s} (from the Box file {doc.name})",
-                rationale=f"{doc.name} describes a recurring process ('{m.group(0)}').",
+                rationale=f"{doc.name} {says} ('{m.group(0)}').",
                 evidence=[doc.evidence(s)],
-                confidence=0.6 + (0.1 if len(words(s)) >= 4 else 0.0),
-                memory_kind="note",
+                confidence=confidence(s) if callable(confidence) else confidence,
+                memory_kind=memory_kind,
             )
         )
-        if len(out) >= MAX_PER_DOC["workflow"]:
+        if len(out) >= MAX_PER_DOC[kind]:
             break
     return out
+
+
+def _workflows(doc: Doc) -> list[dict[str, Any]]:
+    return _sentence_matches(
+        doc,
+        "workflow",
+        _CADENCE,
+        label="Recurring",
+        says="describes a recurring process",
+        confidence=lambda s: 0.6 + (0.1 if len(words(s)) >= 4 else 0.0),
+        memory_kind="note",
+    )
 
 
 def _corrections(doc: Doc) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for s in sentences(doc.text):
-        m = _CORRECTION.search(s)
-        if not m or len(s) < 20:
-            continue
-        out.append(
-            _cand(
-                "correction",
-                doc,
-                title=f"Correction: {s[:90]}",
-                statement=f"{s} (from the Box file {doc.name})",
-                rationale=f"{doc.name} states a correction or replacement ('{m.group(0)}').",
-                evidence=[doc.evidence(s)],
-                confidence=0.55,
-                memory_kind="fact",
-            )
-        )
-        if len(out) >= MAX_PER_DOC["correction"]:
-            break
-    return out
+    return _sentence_matches(
+        doc,
+        "correction",
+        _CORRECTION,
+        label="Correction",
+        says="states a correction or replacement",
+        confidence=0.55,
+        memory_kind="fact",
+    )
 
 
 def _facts(doc: Doc) -> list[dict[str, Any]]:

@@ -100,7 +100,7 @@ def max_in_flight(calls) -> int:
 
 @pytest.mark.parametrize(("concurrency", "low", "high"), [(4, 2, 4), (1, 1, 1)])
 def test_content_fetches_run_with_bounded_concurrency(emu, box, concurrency, low, high):
-    emu.configure(latency_ms=40)
+    emu.configure(latency_ms=150)  # long enough that 4 workers overlap even on a loaded machine
     for n in range(12):
         put(box, f"f{n}.txt", f"file {n}\n")
     run = lib_sync("0", opts=SyncOptions(concurrency=concurrency))
