@@ -19,6 +19,14 @@ LIVE = ("active", "draft", "held")
 STALE_TOLERANCE_S = 2.0
 SKIP_MD = {"README.md"}
 DUMP_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+COMPACT_ABOVE = 2000  # entries: past this an index is for machines; indentation adds ~25% bytes
+
+
+def dump_index(data: dict[str, Any]) -> bytes:
+    """Indented like the plugin's files while small enough to read; compact when large."""
+    entries = data.get("entries") or ()
+    opts = orjson.OPT_NON_STR_KEYS if len(entries) > COMPACT_ABOVE else DUMP_OPTS
+    return orjson.dumps(data, option=opts)
 _CRASH_AT = os.environ.get("BOX_MEMORY_CRASH_AT", "")
 
 
@@ -168,7 +176,7 @@ class FolderIndex:
         return True
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps(self.data, option=DUMP_OPTS)
+        return dump_index(self.data)
 
 
 def parse_index(raw: bytes, where: str) -> dict[str, Any]:
@@ -290,7 +298,7 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
         **build_maps(entries),
         "child_indexes": children,
     }
-    ws.store.write_bytes(INDEX_NAME, orjson.dumps(roll, option=DUMP_OPTS))
+    ws.store.write_bytes(INDEX_NAME, dump_index(roll))
     return roll
 
 
