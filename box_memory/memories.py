@@ -501,32 +501,6 @@ def locate(ws: Workspace, ref: str, indexes: list[FolderIndex] | None = None) ->
     raise NotFound(f"no memory matches {ref!r} (expected a memory id, [[Title]] or slug)")
 
 
-def chain(indexes: list[FolderIndex], start_id: str) -> list[dict[str, Any]]:
-    """The whole supersede chain through `start_id`, oldest first (entries with `folder`)."""
-    by_id: dict[str, tuple[dict[str, Any], str]] = {}
-    back: dict[str, str] = {}
-    for idx in indexes:
-        for e in idx.entries:
-            by_id[str(e["id"])] = (e, idx.folder)
-            if e.get("superseded_by"):
-                back[str(e["superseded_by"])] = str(e["id"])
-    first = start_id
-    seen = {first}
-    while first in back and back[first] not in seen:
-        first = back[first]
-        seen.add(first)
-    out: list[dict[str, Any]] = []
-    cur: str | None = first
-    visited: set[str] = set()
-    while cur and cur in by_id and cur not in visited:
-        visited.add(cur)
-        e, folder = by_id[cur]
-        out.append({**e, "folder": folder + "/"})
-        nxt = e.get("superseded_by")
-        cur = str(nxt) if nxt else None
-    return out
-
-
 ARCHIVED_COMPANIONS = "_archive/companions"
 
 
@@ -559,10 +533,14 @@ def _archived_links(ws: Workspace, archive: dict[str, str]) -> dict[str, dict[st
 
 
 def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, Any]:
-    indexes = load_all(ws)
+    """One memory read from its file, found through the recall cache (see `recall.lookup`)."""
+    from box_memory.recall import lookup
+
     archive: dict[str, str] = {}
+    links: list[dict[str, Any]] = []
+    warnings: list[str] = []
     try:
-        loc_path = locate(ws, ref, indexes).path
+        loc_path, links, warnings = lookup(ws, ref)
     except NotFound:
         archive = archived_companions(ws) if is_memory_id(ref.strip()) else {}
         if ref.strip() not in archive:
@@ -577,7 +555,11 @@ def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, A
     }
     if loc_path.startswith(ARCHIVED_COMPANIONS + "/"):
         result["archived"] = True
-    links = chain(indexes, mem.superseded_by if result.get("archived") and mem.superseded_by else mem.id)
+        if mem.superseded_by:  # the chain continues in the indexes
+            try:
+                links = lookup(ws, mem.superseded_by)[1]
+            except NotFound:
+                links = []
     if history:
         # Superseded companions live in the archive, not the indexes: put them in front.
         archive = archive or archived_companions(ws)
@@ -593,11 +575,6 @@ def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, A
     if current is not None and current["id"] != mem.id:
         result["current_id"] = current["id"]
     if history:
-        result["history"] = [
-            {
-                k: e.get(k)
-                for k in ("id", "title", "slug", "status", "updated_at", "superseded_by", "local_path")
-            }
-            for e in links
-        ]
+        result["history"] = links
+    result["warnings"] = warnings
     return result

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from box_memory.errors import BoxMemoryError, InvalidInput
+from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
 from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
@@ -339,6 +339,29 @@ class Search:
     def by_slug(self, slug: str) -> list[Row]:
         return self.rows("e.slug_cf = :slug", {"slug": folded(slug)}, filtered=False)
 
+    def chain(self, r: Row) -> list[Row]:
+        """The whole supersede chain through `r`, oldest first."""
+        first, seen = r, {r.id}
+        while prev := self.rows("e.superseded_by = :id", {"id": first.id}, filtered=False):
+            p = _prefer(prev)
+            if p.id in seen:
+                break
+            seen.add(p.id)
+            first = p
+        out: list[Row] = []
+        cur: Row | None = first
+        visited: set[str] = set()
+        while cur is not None and cur.id not in visited:
+            visited.add(cur.id)
+            out.append(cur)
+            nxt = (
+                self.rows("e.id = :id", {"id": cur.superseded_by}, filtered=False)
+                if cur.superseded_by
+                else []
+            )
+            cur = _prefer(nxt) if nxt else None
+        return out
+
     # --- filter listing -----------------------------------------------------------------
 
     def listing(self) -> list[Hit]:
@@ -585,6 +608,45 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
             "content": raw.decode("utf-8", "replace"),
         }
     return res
+
+
+CHAIN_KEYS = ("id", "title", "slug", "status", "updated_at", "superseded_by", "local_path")
+
+
+def lookup(ws: Workspace, ref: str) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The memory `ref` names - id, Box file id, `[[Title]]` (exact, then case-insensitive) or
+    slug - as (its path, its supersede chain oldest first, warnings), through the recall cache.
+
+    `get` pays for a stat per folder instead of parsing every `_index.json` (1.4 s at 100k).
+    Where several memories share a name, the live and newest one is meant, as in the index maps.
+    """
+    ref = ref.strip()
+    if not ref:
+        raise InvalidInput("empty reference: give a memory id, [[Title]] or slug")
+
+    def go(cache: RecallCache, warnings: list[str]) -> tuple[str, list[dict[str, Any]], list[str]]:
+        s = Search(cache, Filters(), True, 1)
+        if is_memory_id(ref):
+            found, missing = s.by_id(ref), f"no memory with id {ref}"
+        elif ref.isdigit() and len(ref) >= 10:
+            found, missing = s.by_file_id(ref), f"no memory with Box file id {ref}"
+        elif ref.startswith("[[") and ref.endswith("]]"):
+            title = ref[2:-2].strip()
+            found = s.by_title(title) if title else []
+            missing = f"dangling wikilink [[{title}]]: no memory has that title"
+        else:
+            found = s.by_slug(ref)
+            missing = f"no memory matches {ref!r} (expected a memory id, [[Title]] or slug)"
+        if not found:
+            raise NotFound(missing)
+        r = _prefer(found)
+        links = [
+            {k: (row.path if k == "local_path" else getattr(row, k)) for k in CHAIN_KEYS}
+            for row in s.chain(r)
+        ]
+        return r.path, links, warnings
+
+    return with_cache(ws, go)
 
 
 def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, res: RecallResult) -> None:

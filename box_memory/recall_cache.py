@@ -30,7 +30,7 @@ from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 BATCH = 2000  # memory files read and inserted per statement batch
 T = TypeVar("T")
 
@@ -51,6 +51,7 @@ CREATE INDEX entries_slug_cf ON entries(slug_cf);
 CREATE INDEX entries_listing ON entries(updated_ts, hidden, expires_ts, kind, status, team);
 CREATE INDEX entries_title ON entries(title_cf);
 CREATE INDEX entries_file ON entries(file_id) WHERE file_id IS NOT NULL;
+CREATE INDEX entries_superseded ON entries(superseded_by) WHERE superseded_by IS NOT NULL;
 CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT);
 CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
 CREATE INDEX tags_rid ON tags(rid);

@@ -193,7 +193,8 @@ def _recall(ws: Workspace, a: RecallArgs) -> Outcome:
 def _get(ws: Workspace, a: GetArgs) -> Outcome:
     from box_memory.memories import get_memory
 
-    return Outcome(get_memory(ws, a.ref, history=a.history))
+    res = get_memory(ws, a.ref, history=a.history)
+    return Outcome(res, warnings=res.pop("warnings", []))
 
 
 def _write(ws: Workspace, a: WriteArgs) -> Outcome:

@@ -217,7 +217,8 @@ def get_cmd(
         from box_memory.workspace import open_workspace
 
         res = get_memory(open_workspace(o.workspace), ref, history=history)
-        return Outcome(res, _get_lines(res))
+        warnings = res.pop("warnings", [])
+        return Outcome(res, _get_lines(res), warnings=warnings)
 
     run("get", o, go)
 

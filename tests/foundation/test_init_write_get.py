@@ -260,3 +260,19 @@ def test_held_memory_is_never_modified(ws: Path, cli, snap) -> None:
     env = cli.json("write", "new", "--title", "Replacement", "--supersedes", a["id"], "-w", str(ws), code=1)
     assert env["errors"][0]["code"] == "held"
     assert snap(ws) == before
+
+
+def test_get_is_right_with_the_recall_cache_deleted_or_corrupt(ws: Path, cli, _isolated_home: Path) -> None:
+    import shutil
+
+    a = cli.json("write", "v1", "--title", "Cache proof", "-w", str(ws))["data"]
+    cache_dir = _isolated_home / "cache"
+    assert cli.json("get", "cache-proof", "-w", str(ws))["data"]["id"] == a["id"]
+    shutil.rmtree(cache_dir)
+    b = cli.json("write", "v2", "--title", "Cache proof", "--supersedes", a["id"], "-w", str(ws))["data"]
+    got = cli.json("get", "[[Cache proof]]", "--history", "-w", str(ws))["data"]
+    assert got["id"] == b["id"] and [h["id"] for h in got["history"]] == [a["id"], b["id"]]
+    for db in cache_dir.rglob("*"):
+        if db.is_file():
+            db.write_bytes(b"not a database")
+    assert cli.json("get", a["id"], "-w", str(ws))["data"]["current_id"] == b["id"]
