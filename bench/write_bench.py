@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from box_memory import frontmatter
-from box_memory.index import load_index, refresh_rollup, save_index, scan_folder
+from box_memory.rebuild import rebuild
 from box_memory.store.local import LocalStore
 from box_memory.workspace import init_workspace
 
@@ -79,10 +79,7 @@ def seed_folder(root: Path, n: int) -> None:
     for i in range(n):
         name, text = memory_file(i)
         (folder / name).write_text(text)
-    idx = load_index(ws, "memories")
-    idx.data["entries"], _ = scan_folder(ws, "memories")
-    save_index(ws, idx)
-    refresh_rollup(ws)
+    rebuild(ws)
 
 
 def time_writes(root: Path, runs: int) -> list[float]:

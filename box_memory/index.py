@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from box_memory import frontmatter
-from box_memory.errors import BoxMemoryError, InvalidFile, NotFound
-from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
+from box_memory.errors import InvalidFile, NotFound
+from box_memory.model import INDEX_MAPS, Memory, now_iso, parse_time
 from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -305,12 +305,6 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
 # --- scanning memory files ------------------------------------------------------------------
 
 
-@dataclass
-class Orphan:
-    path: str
-    reason: str
-
-
 def read_memory(ws: Workspace, path: str) -> Memory:
     raw = ws.store.read_bytes(path)
     try:
@@ -323,23 +317,6 @@ def read_memory(ws: Workspace, path: str) -> Memory:
 
 def is_memory_file(name: str) -> bool:
     return name.endswith(".md") and name not in SKIP_MD and not name.startswith(".")
-
-
-def scan_folder(ws: Workspace, folder: str) -> tuple[list[dict[str, Any]], list[Orphan]]:
-    """Entries for every parseable memory file in `folder`; the others are reported as orphans."""
-    entries: list[dict[str, Any]] = []
-    orphans: list[Orphan] = []
-    for ent in sorted(ws.store.list_dir(folder), key=lambda e: e.name):
-        if ent.is_dir or not is_memory_file(ent.name):
-            continue
-        path = join(folder, ent.name)
-        try:
-            mem = read_memory(ws, path)
-        except BoxMemoryError as e:
-            orphans.append(Orphan(path, str(e).removeprefix(f"{path}: ")))
-            continue
-        entries.append(index_entry(mem, filename=ent.name, file_id=ent.file_id, size_bytes=ent.size))
-    return entries, orphans
 
 
 def drift(

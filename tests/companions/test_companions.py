@@ -278,7 +278,7 @@ def test_plugin_fixture_companion_is_recognised(tmp_path: Path, cli) -> None:
 
 def test_hand_written_plugin_shape_in_team_memories(tmp_path: Path, cli) -> None:
     """A companion named like a memory, indexed by a rebuild-equivalent scan, is found anywhere."""
-    from box_memory.index import load_index, refresh_rollup, save_index, scan_folder
+    from box_memory.rebuild import rebuild
 
     root = tmp_path / "ws"
     cli.json("init", "--path", str(root), "--team", "ops")
@@ -305,11 +305,7 @@ def test_hand_written_plugin_shape_in_team_memories(tmp_path: Path, cli) -> None
         "---\n\n# Companion — runbook.pdf\n",
         "utf-8",
     )
-    wsp = open_workspace(str(root))
-    idx = load_index(wsp, "teams/ops/memories")
-    idx.data["entries"] = scan_folder(wsp, "teams/ops/memories")[0]
-    save_index(wsp, idx)
-    refresh_rollup(wsp)
+    rebuild(open_workspace(str(root)))
     w = ("-w", str(root))
     chk = cli.json("companion", "teams/ops/files/runbook.pdf", "--check", *w)["data"]
     assert chk["state"] == "current" and chk["id"] == "mem_01HXYZA1B2C3D4E5F6G7H8J9M1"

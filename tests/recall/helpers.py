@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from box_memory import frontmatter
-from box_memory.index import load_index, refresh_rollup, save_index, scan_folder
+from box_memory.rebuild import rebuild
 from box_memory.workspace import open_workspace
 
 _SEQ = [0]
@@ -67,12 +67,7 @@ def put(
 
 def reindex(root: Path) -> None:
     """Regenerate every folder index from its files, then the rollup (what index-rebuild does)."""
-    ws = open_workspace(str(root))
-    for folder in ws.index_folders():
-        idx = load_index(ws, folder)
-        idx.data["entries"], _orphans = scan_folder(ws, folder)
-        save_index(ws, idx)
-    refresh_rollup(ws)
+    rebuild(open_workspace(str(root)))
 
 
 def set_setting(root: Path, key: str, value: Any) -> None:
