@@ -384,23 +384,25 @@ class BrainStore:
             )
         return out
 
+    _LISTABLE = frozenset({"items", "runs", "candidates"})
+    _FILTERS = frozenset({"source_id", "status"})
+
+    def _select(self, table: str, order: str, limit: int, **equal: Any) -> list[sqlite3.Row]:
+        """`SELECT *` from one of our tables, `column = value` for each filter given (None = any).
+
+        Table, order and column names are ours, never user text; values are parameters.
+        """
+        assert table in self._LISTABLE and set(equal) <= self._FILTERS
+        given = {k: v for k, v in equal.items() if v is not None}
+        where = " WHERE " + " AND ".join(f"{k} = ?" for k in given) if given else ""
+        sql = f"SELECT * FROM {table}{where} ORDER BY {order} LIMIT ?"  # noqa: S608
+        return list(self.db.execute(sql, [*given.values(), limit]))
+
     def item_rows(
         self, *, source_id: int | None = None, status: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM items"
-        where: list[str] = []
-        args: list[Any] = []
-        if source_id is not None:
-            where.append("source_id = ?")
-            args.append(source_id)
-        if status is not None:
-            where.append("status = ?")
-            args.append(status)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY source_id, path, box_id LIMIT ?"
-        args.append(limit)
-        return [dict(r) for r in self.db.execute(sql, args)]
+        rows = self._select("items", "source_id, path, box_id", limit, source_id=source_id, status=status)
+        return [dict(r) for r in rows]
 
     def item_counts(self, source_id: int) -> dict[str, int]:
         rows = self.db.execute(
@@ -588,15 +590,8 @@ class BrainStore:
         source.last_run_status, source.last_error = status, error
 
     def runs(self, *, source_id: int | None = None, limit: int = 20) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM runs"
-        args: list[Any] = []
-        if source_id is not None:
-            sql += " WHERE source_id = ?"
-            args.append(source_id)
-        sql += " ORDER BY id DESC LIMIT ?"
-        args.append(limit)
         out = []
-        for r in self.db.execute(sql, args):
+        for r in self._select("runs", "id DESC", limit, source_id=source_id):
             row = dict(r)
             for key in ("counts", "reasons", "review"):
                 row[key] = json.loads(row[key]) if row[key] else ({} if key != "reasons" else [])
@@ -641,20 +636,8 @@ class BrainStore:
     def candidates(
         self, *, status: str | None = "proposed", source_id: int | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM candidates"
-        where: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            args.append(status)
-        if source_id is not None:
-            where.append("source_id = ?")
-            args.append(source_id)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
-        return [self._candidate(r) for r in self.db.execute(sql, args)]
+        rows = self._select("candidates", "id", limit, status=status, source_id=source_id)
+        return [self._candidate(r) for r in rows]
 
     def candidate(self, cand_id: int) -> dict[str, Any]:
         row = self.db.execute("SELECT * FROM candidates WHERE id = ?", (cand_id,)).fetchone()
