@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.cli.output import Opts
-
 
 def _one_line(env: dict) -> str:
     assert env["status"] == "error"
@@ -140,7 +138,6 @@ def test_json_envelope_shape(ws: Path, cli) -> None:
     assert isinstance(env["duration_ms"], int) and env["errors"] == []
     err = cli.json("get", "mem_01HXYZA1B2C3D4E5F6G7H8J9ZZ", "-w", str(ws), code=1)
     assert err["status"] == "error" and err["errors"][0]["code"] == "not_found" and err["data"] == {}
-    assert Opts().json is False
 
 
 def test_dangling_wikilink_in_get_is_not_found(ws: Path, cli) -> None:
