@@ -450,57 +450,6 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
 # --- lookup ---------------------------------------------------------------------------------
 
 
-def locate(ws: Workspace, ref: str, indexes: list[FolderIndex] | None = None) -> Located:
-    """Find a memory by id, Box file id, `[[Title]]` (exact, then case-insensitive) or slug."""
-    indexes = indexes if indexes is not None else load_all(ws)
-    ref = ref.strip()
-    if not ref:
-        raise InvalidInput("empty reference: give a memory id, [[Title]] or slug")
-    if is_memory_id(ref):
-        found = _find_by_id(indexes, ref)
-        if found is None:
-            raise NotFound(f"no memory with id {ref}")
-        return found
-    if ref.isdigit() and len(ref) >= 10:
-        for idx in indexes:
-            for e in idx.entries:
-                if str(e.get("file_id")) == ref:
-                    return Located(e, idx.folder)
-        raise NotFound(f"no memory with Box file id {ref}")
-    if ref.startswith("[[") and ref.endswith("]]"):
-        title = ref[2:-2].strip()
-        for exact in (True, False):
-            hits = [
-                Located(e, idx.folder)
-                for idx in indexes
-                for e in idx.entries
-                if (
-                    e.get("title") == title
-                    if exact
-                    else str(e.get("title", "")).casefold() == title.casefold()
-                )
-            ]
-            if hits:
-                return max(
-                    hits,
-                    key=lambda h: (
-                        h.entry.get("status") in ("active", "draft", "held"),
-                        str(h.entry.get("updated_at") or ""),
-                    ),
-                )
-        raise NotFound(f"dangling wikilink [[{title}]]: no memory has that title")
-    hits = [Located(e, idx.folder) for idx in indexes for e in idx.entries if e.get("slug") == ref]
-    if hits:
-        return max(
-            hits,
-            key=lambda h: (
-                h.entry.get("status") in ("active", "draft", "held"),
-                str(h.entry.get("updated_at") or ""),
-            ),
-        )
-    raise NotFound(f"no memory matches {ref!r} (expected a memory id, [[Title]] or slug)")
-
-
 ARCHIVED_COMPANIONS = "_archive/companions"
 
 

@@ -637,7 +637,8 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> dic
     about the same file supersedes the memory written for the previous one, when still active.
     """
     from box_memory.errors import InvalidInput, NotFound
-    from box_memory.memories import locate, write_memory
+    from box_memory.memories import write_memory
+    from box_memory.recall import lookup
 
     cand = store.candidate(cand_id)
     if cand["status"] != "proposed":
@@ -647,10 +648,10 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> dic
         previous = store.accepted_memory_for(cand["kind"], cand.get("box_id"), cand["source_id"])
         if previous:
             try:
-                found = locate(ws, previous)
+                links = lookup(ws, previous)[1]
             except NotFound:
-                found = None
-            if found is not None and found.entry.get("status") == "active":
+                links = []
+            if any(link["id"] == previous and link["status"] == "active" for link in links):
                 supersedes = previous
     written = write_memory(ws, memory_request(cand, supersedes=supersedes, team=team))
     store.decide(cand_id, "accepted", written["id"])
