@@ -138,12 +138,14 @@ class Refresh:
         self.removed = 0
         self.rebuilt = False
         self.memory_only = memory_only
+        self.kept_open = False  # a long-lived process reused its open cache
         self.ms = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "rebuilt": self.rebuilt,
             "memory_only": self.memory_only,
+            "kept_open": self.kept_open,
             "folders": self.folders,
             "reread_folders": self.reread_folders,
             "reread_files": self.reread_files,
@@ -160,6 +162,7 @@ class RecallCache:
         self.path = path
         self.db: sqlite3.Connection | None = None
         self.stats = Refresh(memory_only=path == ":memory:")
+        self.warnings: list[str] = []  # the last refresh's stale-index warnings
 
     # --- opening ------------------------------------------------------------------------
 
@@ -439,10 +442,57 @@ def _opened(ws: Workspace, path: str) -> Iterator[tuple[RecallCache, list[str]]]
         cache.close()
 
 
+# A long-lived process (`serve`) keeps each local workspace's cache open between calls: no
+# connect, schema check or page-cache warm-up per call. Every call still runs `refresh()` first (a
+# stat of each folder and its index), so nothing is answered from a cache that was not checked
+# against the files since the last change. None: each call opens and closes its own (the CLI).
+_held: dict[str, RecallCache] | None = None
+
+
+def keep_open() -> None:
+    """From now on, keep local recall caches open between calls (until `close_held`)."""
+    global _held
+    if _held is None:
+        _held = {}
+
+
+def close_held() -> None:
+    global _held
+    for cache in (_held or {}).values():
+        cache.close()
+    _held = None
+
+
+def _held_cache(ws: Workspace, path: str) -> RecallCache | None:
+    """The open cache of `ws`, refreshed, when this process keeps caches open; None otherwise."""
+    if _held is None or ws.store.kind != "local":
+        return None  # a Box store's stats are listings: those stay per call
+    cache = _held.get(path)
+    try:
+        if cache is None:
+            cache = RecallCache(ws, path)
+            cache.open()
+            _held[path] = cache
+        cache.ws = ws
+        cache.stats = Refresh(memory_only=False)
+        cache.stats.kept_open = True
+        cache.warnings = cache.refresh()
+        return cache
+    except (sqlite3.Error, OSError):
+        # Whatever went wrong is handled by the per-call path below (rebuild, in-memory copy).
+        _held.pop(path, None)
+        if cache is not None:
+            cache.close()
+        return None
+
+
 def with_cache(ws: Workspace, fn: Callable[[RecallCache, list[str]], T]) -> T:
     """Run `fn` over a fresh cache. A corrupt or foreign cache is deleted and rebuilt once; a cache
     that cannot be used at all (locked past the wait, unwritable) gives way to an in-memory one."""
     path = cache_path(ws)
+    held = _held_cache(ws, path)
+    if held is not None:
+        return fn(held, held.warnings)
     for attempt in range(2):
         try:
             with _opened(ws, path) as (cache, warnings):

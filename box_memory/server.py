@@ -12,9 +12,11 @@ protocol error, as the MCP spec asks).
 
 The workspace is chosen at start (`--workspace`, else the usual resolution from the current
 directory) but resolved on the first tool call, not before: `initialize` never waits on it, and a
-missing workspace is the first tool call's error. The resolved location is cached; each call then
-opens it afresh, as a command would (one config read locally; a cloud store keeps per-command
-listing caches, which must not outlive the call).
+missing workspace is the first tool call's error. The resolved location is cached. A local workspace
+stays open between calls while its config file is unchanged (one stat per call), and so does its
+recall cache, which every call still checks against the folders first (`recall_cache.keep_open`);
+a Box workspace is opened afresh per call, as a command would (its store keeps per-command listing
+caches, which must not outlive the call).
 
 Only this module and `cli/serve_cmd.py` (lazily) import the `mcp` SDK.
 """
@@ -383,6 +385,14 @@ def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _stat_sig(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
 class MemoryServer:
     """The tools over one workspace; sync core (`call`) plus the MCP wiring around it."""
 
@@ -391,17 +401,29 @@ class MemoryServer:
         self.cwd = cwd or Path.cwd()
         self._spec: str | None = None
         self._mutex = threading.Lock()  # one call at a time: a cloud store is single-threaded
+        self._ws: Workspace | None = None  # the open local workspace, kept while its config is
+        self._config_sig: str | None = None  # unchanged (this stat of `_box-memory.json`)
 
     def workspace(self) -> Workspace:
-        """Resolve on first use (never at start-up), cache the location, open it for this call."""
-        from box_memory.workspace import open_workspace, resolve_spec
+        """Resolve on first use (never at start-up), cache the location, open it for this call
+        (a local one is reused while its config file is unchanged)."""
+        from box_memory.recall_cache import keep_open
+        from box_memory.workspace import CONFIG_NAME, open_workspace, resolve_spec
 
         if self._spec is None:
             spec = resolve_spec(self.explicit, self.cwd)
             if not spec.startswith("box:"):
                 spec = str((self.cwd / Path(spec).expanduser()).resolve())
             self._spec = spec
-        return open_workspace(self._spec)
+        if self._spec.startswith("box:"):
+            return open_workspace(self._spec)
+        sig = _stat_sig(Path(self._spec) / CONFIG_NAME)  # taken before the read: a change after is seen
+        if self._ws is not None and sig is not None and sig == self._config_sig:
+            return self._ws
+        ws = open_workspace(self._spec)
+        keep_open()
+        self._ws, self._config_sig = ws, sig
+        return ws
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
         """(structured result, is_error). Every failure is a result; UnknownTool is the exception."""

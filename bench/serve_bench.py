@@ -1,0 +1,141 @@
+"""`box-memory serve` recall latency over stdio, with the official MCP client, warm.
+
+Usage: python bench/serve_bench.py [--sizes 10000,100000] [--runs 51] [--out DIR]
+                                   [--python PY] [--baseline-python PY]
+
+For each size, the corpus of `bench/recall_bench.py` (bench/corpus.py, seed 7) under DIR is reused
+or generated. One `box-memory serve --transport stdio -w WS` process is spawned per interpreter
+(`--python`, and `--baseline-python` when given: e.g. a venv holding an older build); each gets its
+own `mcp.Client` session. After one untimed recall per query shape (the recall cache is warm), the
+bench alternates call by call between the servers and the query shapes of recall_bench.py, so every
+server sees the same machine load. Timed: one `client.call_tool("recall", ...)` round trip as the
+client sees it (JSON-RPC framing over the pipes, the server's work, the client's validation of the
+result against the tool's output schema). Also checked per shape: the hits' ids equal those of the
+CLI's `recall --json`.
+
+Reported per server and shape: p50 and p90 in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import generate  # noqa: E402
+from bench.recall_bench import _queries  # noqa: E402
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("BOX_MEMORY_WORKSPACE", "PYTHONPATH")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["BOX_MEMORY_HOME"] = str(home)
+    return env
+
+
+def _pct(ms: list[float], q: float) -> float:
+    return sorted(ms)[max(0, int(len(ms) * q + 0.5) - 1)]
+
+
+def corpus(n: int, out: Path) -> tuple[Path, dict[str, Any]]:
+    ws = out / f"ws-{n}"
+    if not (ws / "manifest.json").exists():
+        if ws.exists():
+            shutil.rmtree(ws)
+        generate(n, ws)
+    return ws, orjson.loads((ws / "manifest.json").read_bytes())
+
+
+async def bench_size(
+    ws: Path, manifest: dict[str, Any], pythons: dict[str, str], home: Path, runs: int
+) -> dict[str, dict[str, list[float]]]:
+    from contextlib import AsyncExitStack
+
+    from mcp import Client, StdioServerParameters
+
+    shapes = [(shape, query) for shape, query, _ in _queries(manifest)]
+    times: dict[str, dict[str, list[float]]] = {name: {s: [] for s, _ in shapes} for name in pythons}
+    # One home (so one recall cache) per interpreter: builds of another cache schema never share one.
+    envs = {name: _env(home / name) for name in pythons}
+    cli_ids: dict[str, list[str]] = {}
+    for shape, query in shapes:
+        proc = subprocess.run(
+            [pythons["new"], "-m", "box_memory", "recall", query, "-w", str(ws), "--json"],
+            env=envs["new"], capture_output=True, check=False,
+        )  # fmt: skip
+        cli_ids[shape] = [h["id"] for h in orjson.loads(proc.stdout)["data"]["hits"]]
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, py in pythons.items():
+            params = StdioServerParameters(
+                command=py, args=["-m", "box_memory", "serve", "-w", str(ws)], env=envs[name], cwd=str(ws)
+            )
+            clients[name] = await stack.enter_async_context(Client(params))
+        for name, client in clients.items():  # warm: first call opens the workspace and cache
+            for shape, query in shapes:
+                res = await client.call_tool("recall", {"query": query})
+                ids = [h["id"] for h in res.structured_content["data"]["hits"]]  # type: ignore[index]
+                if ids != cli_ids[shape]:
+                    raise SystemExit(
+                        f"{name}: serve and CLI disagree on {shape!r}: {ids} != {cli_ids[shape]}"
+                    )
+        for _ in range(runs):
+            for shape, query in shapes:
+                for name, client in clients.items():
+                    t = time.perf_counter()
+                    res = await client.call_tool("recall", {"query": query})
+                    assert not res.is_error, res.content
+                    times[name][shape].append((time.perf_counter() - t) * 1000)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=51)
+    ap.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
+    )
+    ap.add_argument("--python", default=sys.executable, help="interpreter whose box_memory serves")
+    ap.add_argument("--baseline-python", default=None, help="a second interpreter, e.g. an older build")
+    args = ap.parse_args()
+    pythons = {"new": args.python}
+    if args.baseline_python:
+        pythons = {"baseline": args.baseline_python, "new": args.python}
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(
+        f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; "
+        f"load average at start {os.getloadavg()[0]:.2f}."
+    )
+    header = "| memories | query shape | " + " | ".join(f"{n} p50 (p90) ms" for n in pythons) + " |"
+    lines = [header, "|---:|---|" + "---:|" * len(pythons)]
+    for n in (int(s) for s in args.sizes.split(",")):
+        ws, manifest = corpus(n, args.out)
+        home = args.out / f"home-serve-{n}"
+        times = anyio.run(bench_size, ws, manifest, pythons, home, args.runs)
+        shapes = list(next(iter(times.values())))
+        for shape in shapes:
+            cells = [
+                f"{statistics.median(times[name][shape]):.2f} ({_pct(times[name][shape], 0.9):.2f})"
+                for name in pythons
+            ]
+            lines.append(f"| {n:,} | {shape} | " + " | ".join(cells) + " |")
+        print("\n".join(lines[-len(shapes) :]), flush=True)
+    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
