@@ -73,7 +73,7 @@ async def bench_size(
     for shape, query in shapes:
         proc = subprocess.run(
             [pythons["new"], "-m", "box_memory", "recall", query, "-w", str(ws), "--json"],
-            env=envs["new"], capture_output=True, check=False,
+            env=envs["new"], cwd=str(ws), capture_output=True, check=False,
         )  # fmt: skip
         cli_ids[shape] = [h["id"] for h in orjson.loads(proc.stdout)["data"]["hits"]]
     async with AsyncExitStack() as stack:

@@ -285,6 +285,9 @@ def commit_memory(
         old.mem.meta["superseded_by"] = meta["id"]
         old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
         old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
+    from box_memory.recall_cache import after_write, before_write
+
+    before = before_write(ws, changed)  # the recall cache is updated for this write at the end
     path = join(folder, filename)
     data = frontmatter.render(meta, body).encode("utf-8")
     # Crash safety: every step below leaves each file whole, old or new. The new memory exists
@@ -337,6 +340,7 @@ def commit_memory(
     if not rollup_may_lag(ws):
         refresh_rollup(ws, changed)
     crash_point("write:rollup-saved")
+    after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
     return Committed(path, filename, file_id)
 
 

@@ -166,11 +166,11 @@ class RecallCache:
 
     # --- opening ------------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, busy_ms: int = 30_000) -> None:
         memory = self.path == ":memory:"
         if not memory:
             Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False)
         self.db = db
         db.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost last refresh is redone
         if not memory:
@@ -267,8 +267,6 @@ class RecallCache:
 
     def _reread_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> None:
         """Re-read one folder's index, list it, and re-read only the files that changed."""
-        from hashlib import blake2b
-
         from box_memory.index import FolderIndex, drift, is_memory_file, load_index
 
         ws, db = self.ws, self.conn
@@ -305,11 +303,7 @@ class RecallCache:
             if not mid or mid in seen:
                 continue
             seen.add(mid)
-            # A digest of the whole entry: any change to it (status, tags, file) re-reads the memory.
-            sig = blake2b(
-                orjson.dumps(ent, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16
-            ).digest()
-            path = str(ent.get("local_path") or join(folder, str(ent.get("filename") or "")))
+            sig, path = _entry_sig(ent), _entry_path(folder, ent)
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
             if prev is not None and prev[1] == sig and prev[2] == file_sig:
@@ -399,12 +393,115 @@ class RecallCache:
         db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in vocab))
         db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", tag_rows)
 
+    def apply_write(
+        self,
+        before: dict[str, tuple[str | None, str | None]],
+        indexes: dict[str, Any],
+        touched: set[str],
+    ) -> int:
+        """Bring the cache along with a write this process has just made under the writers' lock.
+
+        `before` holds each written folder's signatures taken before the write, `indexes` the saved
+        folder indexes and `touched` the ids of the entries the write added, changed or removed. A
+        folder whose cached signatures were exactly `before` was current, so updating those
+        entries and recording the new signatures keeps it current without re-reading the folder;
+        any other folder is left for the next refresh. Returns the folders updated.
+        """
+        ws, db = self.ws, self.conn
+        done = 0
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = self._folder_rows()
+            for folder, idx in indexes.items():
+                if folder not in before or rows.get(folder, (None, None, None))[:2] != before[folder]:
+                    continue
+                team = ws.folder_team(folder)
+                for mid in sorted(touched):
+                    gone = [r[0] for r in db.execute(
+                        "SELECT rid FROM entries WHERE folder = ? AND id = ?", (folder, mid)
+                    )]  # fmt: skip
+                    self._delete_rids(gone)
+                    ent = idx.get(mid)
+                    if ent is None:
+                        continue
+                    path = _entry_path(folder, ent)
+                    file_sig = None
+                    if path.startswith(folder + "/"):
+                        st = ws.store.stat(path)
+                        file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
+                    rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
+                    self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)], rid)
+                sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
+                db.execute("UPDATE folders SET index_sig = ?, dir_sig = ? WHERE folder = ?", (*sigs, folder))
+                done += 1
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        return done
+
     def _read_body(self, path: str) -> tuple[str, str]:
         try:
             raw = self.ws.store.read_bytes(path)
         except NotFound:
             return "", ""
         return split_body(raw)
+
+
+def _entry_sig(ent: dict[str, Any]) -> bytes:
+    """A digest of the whole index entry: any change to it (status, tags, file) re-reads the memory."""
+    from hashlib import blake2b
+
+    return blake2b(orjson.dumps(ent, option=orjson.OPT_SORT_KEYS, default=str), digest_size=16).digest()
+
+
+def _entry_path(folder: str, ent: dict[str, Any]) -> str:
+    return str(ent.get("local_path") or join(folder, str(ent.get("filename") or "")))
+
+
+def before_write(ws: Workspace, indexes: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
+    """What `refresh` compares per folder (the stat of its index and of the folder), taken before a
+    write changes anything, for `after_write`. Local workspaces only (a Box stat is a listing); an
+    index that was repaired in memory (`_dirty` before the write) changed more than the write's
+    entries and is left out."""
+    if ws.store.kind != "local":
+        return {}
+    return {
+        f: (signature(ws, join(f, INDEX_NAME)), signature(ws, f))
+        for f, idx in indexes.items()
+        if not getattr(idx, "_dirty", False)
+    }
+
+
+def after_write(
+    ws: Workspace,
+    before: dict[str, tuple[str | None, str | None]],
+    indexes: dict[str, Any],
+    touched: set[str],
+) -> None:
+    """A write on a local workspace updates an existing recall cache for the entries it wrote
+    (`RecallCache.apply_write`), so the next recall does not re-read a large folder. Best effort:
+    the cache is derived data, and whatever is not updated here the next refresh re-reads."""
+    if ws.store.kind != "local" or not before:
+        return
+    path = cache_path(ws)
+    held = (_held or {}).get(path)
+    try:
+        if held is not None:
+            held.ws = ws
+            held.apply_write(before, indexes, touched)
+            return
+        if not os.path.exists(path):  # noqa: PTH110 - no cache yet: the first recall builds it
+            return
+        cache = RecallCache(ws, path)
+        try:
+            cache.open(busy_ms=250)  # a recall rebuilding the cache is not waited for
+            cache.apply_write(before, indexes, touched)
+        finally:
+            cache.close()
+    except (sqlite3.Error, OSError, BoxMemoryError):
+        return
 
 
 def _is_corrupt(e: sqlite3.Error) -> bool:

@@ -91,7 +91,8 @@ def test_a_write_is_found_right_away_and_refreshes_incrementally(filled: Path, c
     by_title = cli.json("recall", "paging thresholds", "-w", str(filled))
     assert ids(by_title)[0] == mid and by_title["data"]["hits"][0]["score"] == 10
     cache = by_title["data"]["cache"]
-    assert cache["rebuilt"] is False and cache["reread_files"] == 1 and cache["reread_folders"] == 1
+    # The write brought the cache along for its own entry: nothing is re-read, nothing rebuilt.
+    assert cache["rebuilt"] is False and cache["reread_files"] == 0 and cache["reread_folders"] == 0
     by_body = cli.json("recall", "wombat", "-w", str(filled))
     assert ids(by_body) == [mid] and by_body["data"]["hits"][0]["matched_on"] == "body"
     assert by_body["data"]["cache"]["reread_files"] == 0
@@ -102,6 +103,53 @@ def test_supersede_is_seen_right_away(filled: Path, cli) -> None:
     new = _write(cli, filled, "Retries are now three.", "Gateway retries", "--supersedes", old)
     env = cli.json("recall", "gateway retries", "-w", str(filled))
     assert ids(env) == [new]
+
+
+def _answers(cli, root: Path, queries: list[list[str]]) -> list[dict]:
+    out = []
+    for q in queries:
+        data = cli.json("recall", *q, "-w", str(root))["data"]
+        out.append({k: v for k, v in data.items() if k != "cache"})
+    return out
+
+
+def test_a_write_updates_the_cache_as_a_rebuild_would(tmp_path: Path, cli) -> None:
+    """Writes (new, supersede, into a team) update the cache in place; the answers are exactly
+    those of a cache built from scratch afterwards, and no recall in between re-reads a folder."""
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root), "--team", "ops")
+    for n in range(1, 40):
+        put(root, f"Runbook {n} for the heron cluster", n=n, kind="reference", tags=["ops"])
+    reindex(root)
+    cli.json("recall", "heron", "-w", str(root))  # build the cache
+    first = _write(cli, root, "The heron cluster pages after 3 failures.", "Heron paging", "--tag", "ops")
+    _write(cli, root, "Ops owns the heron pager.", "Heron owner", "--team", "ops")
+    new = _write(cli, root, "It pages after 5 failures now.", "Heron paging", "--supersedes", first)
+    queries = [
+        ["heron paging"], ["heron paging", "--include-superseded"], [first], ["tag:ops"],
+        ["team:ops"], ["pager"], ["failures"], ["heron", "--limit", "50"],
+    ]  # fmt: skip
+    for q in queries:
+        cache = cli.json("recall", *q, "-w", str(root))["data"]["cache"]
+        assert cache["reread_folders"] == 0 and cache["reread_files"] == 0 and not cache["rebuilt"], q
+    updated = _answers(cli, root, queries)
+    assert [h["id"] for h in updated[0]["hits"]][:1] == [new]
+    for f in _cache_files():
+        f.unlink()
+    assert _answers(cli, root, queries) == updated
+
+
+def test_a_write_over_a_cache_that_was_behind_leaves_the_folder_to_the_refresh(filled: Path, cli) -> None:
+    """The cache had not seen a change made before the write: the write does not mark that folder
+    current, and the next recall re-reads it (only the files that changed)."""
+    cli.json("recall", "anything", "-w", str(filled))
+    put(filled, "Dropped by another tool", "The ocelot queue drains nightly.", n=90)
+    reindex(filled)
+    mid = _write(cli, filled, "The ocelot queue has two consumers.", "Ocelot consumers")
+    env = cli.json("recall", "ocelot", "-w", str(filled))
+    assert set(ids(env)) == {mid, mem_id(90)}
+    cache = env["data"]["cache"]
+    assert cache["reread_folders"] >= 1 and cache["reread_files"] == 2 and not cache["rebuilt"]
 
 
 def test_replaced_file_body_is_reread(filled: Path, cli) -> None:

@@ -147,6 +147,7 @@ def test_serve_sees_every_change_at_once(cli: Cli, tmp_path: Path) -> None:
             wrote = (await call(client, "write", args))["data"]
             found = await same_as_cli(client, cli, ws, {"query": "mtls"})
             assert [h["id"] for h in found["data"]["hits"]] == [wrote["id"]]
+            assert found["data"]["cache"]["reread_folders"] == 0  # the write updated the cache
 
             # Another process writes, and supersedes the memory the server just wrote.
             other = cli.json(

@@ -1,0 +1,84 @@
+"""The first recall after a write into a large folder, and the write itself, cold processes.
+
+Usage: python bench/after_write_bench.py [--size 100000] [--runs 7] [--out DIR]
+                                         [--python PY] [--baseline-python PY]
+
+Uses the corpus of `bench/recall_bench.py` (`DIR/ws-N`; at 100k its `memories/` folder holds 40,000
+memories). Each round, for each interpreter in turn (its own BOX_MEMORY_HOME, so its own recall
+cache): an untimed recall brings its cache up to date with the other interpreter's writes; then a
+timed `python -m box_memory write ... --quiet` into `memories/`, then the timed first recall after
+it (`recall zanzibar --json`), then a second recall (the warm figure, for reference). Run from a
+folder outside any checkout, so each interpreter imports its own installed box_memory. The corpus
+keeps the writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.serve_bench import _env, _pct, corpus  # noqa: E402
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, capture_output=True)
+    return (time.perf_counter() - t) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=100000)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
+    )
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--baseline-python", default=None)
+    args = ap.parse_args()
+    pythons = {"new": args.python}
+    if args.baseline_python:
+        pythons = {"baseline": args.baseline_python, "new": args.python}
+    ws, _ = corpus(args.size, args.out)
+    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    envs = {name: _env(args.out / f"home-after-write-{args.size}" / name) for name in pythons}
+    times: dict[str, dict[str, list[float]]] = {n: {"write": [], "first": [], "warm": []} for n in pythons}
+    for i in range(args.runs):
+        for name, py in pythons.items():
+            recall = [py, "-m", "box_memory", "recall", "zanzibar", "-w", str(ws), "--json"]
+            _run(recall, envs[name], ws)  # untimed: catch up with the other interpreter's writes
+            write = [
+                py, "-m", "box_memory", "write", f"Bench note {i} about the zanzibar queue.",
+                "--title", f"Bench after-write {name} {time.time_ns()}", "-w", str(ws), "--quiet",
+            ]  # fmt: skip
+            times[name]["write"].append(_run(write, envs[name], ws))
+            times[name]["first"].append(_run(recall, envs[name], ws))
+            times[name]["warm"].append(_run(recall, envs[name], ws))
+    lines = [
+        "| memories in memories/ | step | " + " | ".join(f"{n} p50 (p90) ms" for n in pythons) + " |",
+        "|---:|---|" + "---:|" * len(pythons),
+    ]
+    n_folder = int(args.size * 0.4)
+    for step, label in (
+        ("write", "write"),
+        ("first", "first recall after the write"),
+        ("warm", "next recall"),
+    ):
+        cells = [
+            f"{statistics.median(times[n][step]):.0f} ({_pct(times[n][step], 0.9):.0f})" for n in pythons
+        ]
+        lines.append(f"| {n_folder:,} | {label} | " + " | ".join(cells) + " |")
+    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
