@@ -194,6 +194,8 @@ class RecallCache:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 raise
+            if self.stats.rebuilt and not memory:
+                collect_garbage(keep=self.path)
         meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
         if meta.get("schema") != SCHEMA_VERSION or meta.get("root") != self.ws.describe():
             raise sqlite3.DatabaseError("recall cache belongs to another schema or workspace")
@@ -502,6 +504,44 @@ def after_write(
             cache.close()
     except (sqlite3.Error, OSError, BoxMemoryError):
         return
+
+
+def cache_info(ws: Workspace) -> dict[str, Any]:
+    """Where the workspace's recall cache lives and how big it is (with its write-ahead log)."""
+    path = cache_path(ws)
+    size = 0
+    exists = False
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            size += os.stat(path + suffix).st_size  # noqa: PTH116
+            exists = exists or not suffix
+    return {"path": path, "exists": exists, "bytes": size, "schema": SCHEMA_VERSION}
+
+
+def collect_garbage(keep: str) -> list[str]:
+    """Delete the recall caches nothing will use again: another schema version's (an older or newer
+    box-memory would rebuild them anyway), or a local workspace's whose folder no longer exists.
+    Run when a cache is created, so it costs nothing on a warm call. Returns what was deleted."""
+    removed: list[str] = []
+    folder = Path(keep).parent
+    with contextlib.suppress(OSError):
+        for f in folder.glob("*.sqlite3"):
+            if str(f) == keep:
+                continue
+            try:
+                db = sqlite3.connect(f"file:{f}?mode=ro", uri=True, timeout=0.1)
+                try:
+                    meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+                finally:
+                    db.close()
+            except sqlite3.Error:
+                continue  # busy, or not ours: left alone
+            root = str(meta.get("root") or "")
+            gone = not root.startswith("box:") and not Path(root).is_dir()
+            if meta.get("schema") != SCHEMA_VERSION or gone:
+                _remove(str(f))
+                removed.append(str(f))
+    return removed
 
 
 def _is_corrupt(e: sqlite3.Error) -> bool:

@@ -31,7 +31,12 @@ def status_cmd(
         from box_memory.status import workspace_status
         from box_memory.workspace import open_workspace
 
-        data = workspace_status(open_workspace(o.workspace), check_indexes=check_indexes)
+        ws = open_workspace(o.workspace)
+        data = workspace_status(ws, check_indexes=check_indexes)
+        if o.verbose:
+            from box_memory.recall_cache import cache_info
+
+            data["recall_cache"] = cache_info(ws)
         return Outcome(data, _lines(data), warnings=_warnings(data))
 
     run("status", o, go)
@@ -93,6 +98,10 @@ def _lines(d: dict[str, Any]) -> list[str]:
             lines.append(f"  - {escape(str(e['title']))} ({e['kind']}, {e['updated_at']}, {e['team']})")
     if d["top_tags"]:
         lines.append("Top tags: " + ", ".join(f"{x['tag']} {x['count']}" for x in d["top_tags"]))
+    if "recall_cache" in d:
+        c = d["recall_cache"]
+        size = f"{c['bytes'] / 1e6:.1f} MB" if c["exists"] else "not built yet"
+        lines.append(f"Recall cache: {escape(c['path'])} ({size}, schema {c['schema']})")
     lines.append("Next:")
     lines += [f"  {escape(s)}" for s in d["next"]]
     return lines

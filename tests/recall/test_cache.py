@@ -235,3 +235,39 @@ def test_index_written_by_another_tool_is_read_tolerantly(tmp_path: Path, cli) -
     env = cli.json("recall", "tag:auth", "-w", str(root))
     assert ids(env) == [mem_id(1)]
     assert env["data"]["hits"][0]["path"] == "memories/note__loose-entry.md"
+
+
+def test_status_verbose_shows_the_recall_caches_location_and_size(filled: Path, cli) -> None:
+    cli.json("recall", "billing", "-w", str(filled))
+    (cache,) = _cache_files()
+    info = cli.json("status", "--verbose", "-w", str(filled))["data"]["recall_cache"]
+    wal = cache.with_name(cache.name + "-wal")
+    assert info["path"] == str(cache) and info["exists"] is True
+    assert info["bytes"] == cache.stat().st_size + (wal.stat().st_size if wal.exists() else 0) > 0
+    shown = cli("status", "--verbose", "-w", str(filled)).stdout
+    assert "Recall cache:" in shown and cache.name in shown.replace("\n", "")
+
+
+def test_caches_of_gone_workspaces_and_old_schemas_are_collected(filled: Path, tmp_path: Path, cli) -> None:
+    import shutil
+
+    other = tmp_path / "other"
+    cli.json("init", "--path", str(other))
+    cli.json("recall", "billing", "-w", str(other))
+    cli.json("recall", "billing", "-w", str(filled))
+    mine = Path(cli.json("status", "--verbose", "-w", str(filled))["data"]["recall_cache"]["path"])
+    # A cache left by an older box-memory (another schema version) for some workspace.
+    old = user_dirs().recall_cache_dir / "older-0000000000000000.sqlite3"
+    db = sqlite3.connect(old)
+    db.executescript("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT);")
+    db.executemany("INSERT INTO meta VALUES (?, ?)", [("schema", "1"), ("root", str(filled))])
+    db.commit()
+    db.close()
+    shutil.rmtree(other)  # that workspace is gone
+    cli.json("recall", "billing", "-w", str(filled))
+    assert len(_cache_files()) == 3  # collected when a cache is created, not on every call
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(mine) + suffix).unlink(missing_ok=True)
+    env = cli.json("recall", "billing", "-w", str(filled))
+    assert env["data"]["cache"]["rebuilt"] is True and len(ids(env)) == 1
+    assert _cache_files() == [mine]
