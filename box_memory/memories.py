@@ -29,6 +29,7 @@ from box_memory.index import (
     save_index,
 )
 from box_memory.model import (
+    KINDS,
     WRITABLE_STATUSES,
     Memory,
     check_confidence,
@@ -351,10 +352,10 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     if given:
         req = _merge_input_meta(req, given)
         content = check_content(content)
-    if not req.title.strip():
+    if not req.title.strip() and not req.supersedes:
         raise InvalidInput("--title is required")
-    title = validate_title(req.title)
-    kind = check_kind(req.kind) if req.kind else infer_kind(content)
+    title = validate_title(req.title) if req.title.strip() else ""
+    kind = check_kind(req.kind) if req.kind else None
     status = check_status(req.status, WRITABLE_STATUSES)
     tags = list(dict.fromkeys(normalize_tag(t) for t in req.tags))
     related = [parse_related(r) for r in req.related]
@@ -363,19 +364,44 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     team = ws.require_team(req.team)
     if req.supersedes is not None and not is_memory_id(req.supersedes):
         raise InvalidInput(f"--supersedes needs a memory id (mem_...), got {req.supersedes!r}")
-    folder = ws.memories_folder(team)
 
     with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
         warnings: list[str] = []
-        idx = load_for_write(ws, folder, warnings)
         old: Supersede | None = None
+        inherited: list[str] = []
+        kind_changed_from: str | None = None
         if req.supersedes:
-            found = _find_by_id([idx], req.supersedes) or _find_by_id(
-                [i for i in load_all(ws) if i.folder != folder], req.supersedes
-            )
+            found = _find_by_id(load_all(ws), req.supersedes)
             if found is None:
                 raise NotFound(f"memory {req.supersedes} (to supersede) not found")
             old = Supersede(found, check_supersedable(read_memory(ws, found.path)))
+            # A replacement keeps what it replaces unless the caller says otherwise.
+            prev = old.mem
+            if not title:
+                title = validate_title(prev.title)
+                inherited.append("title")
+            if kind is None and prev.kind in KINDS:
+                kind = prev.kind
+                inherited.append("kind")
+            elif kind is not None and prev.kind and kind != prev.kind:
+                kind_changed_from = prev.kind
+            if not tags and prev.tags:
+                tags = list(prev.tags)
+                inherited.append("tags")
+            prev_related = prev.meta.get("related") or []
+            if not related and prev_related:
+                as_list = prev_related if isinstance(prev_related, list) else [prev_related]
+                related = [str(r) for r in as_list]
+                inherited.append("related")
+            if req.team is None and found.folder.startswith("teams/"):
+                team = ws.require_team(found.folder.split("/")[1])
+                inherited.append("team")
+        if kind is None:
+            kind = infer_kind(content)
+        folder = ws.memories_folder(team)
+        idx = load_for_write(ws, folder, warnings)
+        if old is not None and old.located.folder == folder:
+            old.located = _find_by_id([idx], old.mem.id) or old.located
 
         base = slugify(title)
         taken = {str(e.get("slug")) for e in idx.entries}
@@ -447,6 +473,8 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
         "folder": folder + "/",
         "file_id": file_id,
         "supersedes": req.supersedes,
+        **({"inherited": inherited} if inherited else {}),
+        **({"kind_changed_from": kind_changed_from} if kind_changed_from else {}),
         "warnings": warnings,
     }
 
@@ -478,7 +506,7 @@ def _archived_links(ws: Workspace, archive: dict[str, str]) -> dict[str, dict[st
         except BoxMemoryError:
             continue
         rows[mem_id] = {
-            **{k: m.meta.get(k) for k in ("id", "title", "slug", "status", "updated_at")},
+            **{k: m.meta.get(k) for k in ("id", "title", "slug", "status", "created_at", "updated_at")},
             "superseded_by": m.superseded_by,
             "local_path": path,
         }
@@ -528,6 +556,13 @@ def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, A
     if current is not None and current["id"] != mem.id:
         result["current_id"] = current["id"]
     if history:
+        # Each member's own creation time: supersede bookkeeping rewrites `updated_at`.
+        for link in links:
+            if "created_at" not in link:
+                try:
+                    link["created_at"] = read_memory(ws, str(link["local_path"])).meta.get("created_at")
+                except BoxMemoryError:
+                    link["created_at"] = None
         result["history"] = links
     result["warnings"] = warnings
     return result

@@ -762,7 +762,10 @@ def _run(
                 for h in hits:
                     h.score = 8.0
         hits += s.free_text(text, {h.row.rid for h in hits})
-    hits.sort(key=lambda h: (-h.score, -(h.row.updated_ts or 0.0), h.row.id))
+    # Ties (same score and time: supersede bookkeeping gives the old memory its successor's
+    # `updated_at`) go to the newer memory: not superseded first, then the later (ULID) id.
+    hits.sort(key=lambda h: h.row.id, reverse=True)
+    hits.sort(key=lambda h: (-h.score, -(h.row.updated_ts or 0.0), bool(h.row.superseded_by)))
     hits = hits[: req.limit]
 
     bodies = s.bodies([h.row.rid for h in hits])

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
+from collections.abc import Sequence
 from typing import Annotated, Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from box_memory import __version__
 
@@ -43,13 +47,64 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print one JSON envelope on stdout (as --json after the command).")
+    ] = False,
 ) -> None:
     """Durable, auditable memory for AI agents, stored as markdown files in Box."""
+
+
+def _hoist_json(argv: list[str]) -> bool:
+    """`box-memory --json status` means `box-memory status --json`: a `--json` before the command
+    name moves to the end of the options (before a `--`). True when the command runs with --json."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    lead = 0
+    while lead < end and argv[lead].startswith("-"):
+        lead += 1
+    if lead < end and "--json" in argv[:lead]:
+        argv[:lead] = [a for a in argv[:lead] if a != "--json"]
+        end = argv.index("--") if "--" in argv else len(argv)
+        argv.insert(end, "--json")
+    end = argv.index("--") if "--" in argv else len(argv)
+    return "--json" in argv[:end]
+
+
+class CliGroup(TyperGroup):
+    """With --json anywhere, usage errors (missing argument, unknown option or command, bad value)
+    are the one JSON envelope on stdout with exit 2, like every other error."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not _hoist_json(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(argv, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:
+            from box_memory.cli.output import Opts, Outcome, emit
+
+            path = e.ctx.command_path.split(" ", 1)[1:] if e.ctx is not None else []
+            command = path[0] if path else (next((a for a in argv if not a.startswith("-")), "box-memory"))
+            outcome = Outcome(
+                data={},
+                status="error",
+                exit_code=2,
+                errors=[{"code": "usage_error", "message": " ".join(e.format_message().split())}],
+            )
+            emit(command, Opts(json=True), outcome, time.perf_counter())
+            raise SystemExit(2) from None
 
 
 def build_app(modules: list[str]) -> typer.Typer:
     new = typer.Typer(
         name="box-memory",
+        cls=CliGroup,
         help="Durable, auditable memory for AI agents, stored as markdown files in Box.",
         no_args_is_help=True,
         add_completion=False,

@@ -66,7 +66,11 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
     root = (path or Path.cwd() / name).expanduser()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{root} exists and is not a folder")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        reason = (e.strerror or type(e).__name__).lower()
+        raise InvalidInput(f"cannot create the workspace folder {root}: {reason}") from None
     root = root.resolve()
     ws, report = init_workspace(LocalStore(root), name, teams=teams, layout=layout, reinit=reinit)
     cfg = read_user_config()
@@ -196,6 +200,10 @@ def write_cmd(
         ]
         if res.get("supersedes"):
             lines.append(f"  supersedes: {res['supersedes']}")
+        if res.get("inherited"):
+            lines.append(f"  kept from the replaced memory: {', '.join(res['inherited'])}")
+        if res.get("kind_changed_from"):
+            lines.append(f"  kind changed: {res['kind_changed_from']} -> {res['kind']}")
         return Outcome(res, lines, warnings=warnings)
 
     run("write", o, go)
@@ -216,9 +224,15 @@ def get_cmd(
         from box_memory.memories import get_memory
         from box_memory.workspace import open_workspace
 
-        res = get_memory(open_workspace(o.workspace), ref, history=history)
+        ws = open_workspace(o.workspace)
+        res = get_memory(ws, ref, history=history)
         warnings = res.pop("warnings", [])
-        return Outcome(res, _get_lines(res), warnings=warnings)
+        if res.get("current_id"):
+            warnings.append(f"memory {res['id']} is superseded; the current memory is {res['current_id']}")
+        # Piped or redirected, a plain `get` prints the memory file exactly as stored.
+        piped = not (history or o.json or o.quiet or sys.stdout.isatty())
+        raw = None if not piped else ws.store.read_bytes(res["path"]).decode("utf-8", "surrogateescape")
+        return Outcome(res, _get_lines(res), warnings=warnings, raw=raw)
 
     run("get", o, go)
 
@@ -228,13 +242,12 @@ def _get_lines(res: dict[str, Any]) -> list[str]:
 
     fm = res["frontmatter"]
     lines = [f"[dim]{res['path']}[/dim]"]
-    if res.get("current_id"):
-        lines.append(f"[yellow]superseded - current memory: {res['current_id']}[/yellow]")
     lines.append(escape(frontmatter.render(fm, res["body"]).rstrip("\n")))
     if "history" in res:
         lines.append("")
         lines.append("[bold]History (oldest first):[/bold]")
         for h in res["history"]:
             mark = "->" if h["id"] == res["id"] else "  "
-            lines.append(f"{mark} {h['id']}  {h['status']:<10} {h['updated_at']}  {escape(str(h['title']))}")
+            created = h.get("created_at") or h["updated_at"]
+            lines.append(f"{mark} {h['id']}  {h['status']:<10} {created}  {escape(str(h['title']))}")
     return lines

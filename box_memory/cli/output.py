@@ -6,6 +6,7 @@ envelope on stdout. Typed library errors map to exit codes here and nowhere else
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import traceback
@@ -37,6 +38,9 @@ class Outcome:
     exit_code: int = 0
     errors: list[dict[str, str]] = field(default_factory=list)
     table: tuple[list[str], list[list[str]]] | None = None
+    # Exact text for stdout when it is not a terminal (a memory file's content, byte for byte);
+    # `lines` are then not printed.
+    raw: str | None = None
 
 
 class Printer:
@@ -75,16 +79,20 @@ class Printer:
                 self.stream.write("\t".join(strip_markup(c) for c in r) + "\n")
 
 
-def strip_markup(text: str) -> str:
-    import re
+# An escaped bracket (from `escape`) or one of the style tags this package writes.
+_MARKUP_RE = re.compile(
+    r"(\\\[)|\[/?(?:bold|dim|red|green|yellow|cyan|magenta|blue|italic|underline|reverse)[^\]]*\]"
+)
 
-    return re.sub(
-        r"\[/?(?:bold|dim|red|green|yellow|cyan|magenta|blue|italic|underline|reverse)[^\]]*\]", "", text
-    )
+
+def strip_markup(text: str) -> str:
+    """The text rich would print, without styles: markup tags go, escaped brackets become the `[`
+    they stand for, so plain (piped) output carries the user's text exactly."""
+    return _MARKUP_RE.sub(lambda m: "[" if m.group(1) else "", text)
 
 
 def escape(text: str) -> str:
-    """Escape rich markup in untrusted text (memory titles, bodies)."""
+    """Escape rich markup in untrusted text (memory titles, bodies); `strip_markup` undoes it."""
     return text.replace("[", "\\[")
 
 
@@ -111,10 +119,14 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         return
     err = Printer(sys.stderr)
     for w in outcome.warnings:
-        err.line(f"[yellow]warning:[/yellow] {w}")
+        err.line(f"[yellow]warning:[/yellow] {escape(w)}")
     if opts.quiet:
         return
     out = Printer()
+    if outcome.raw is not None and not out.tty:
+        sys.stdout.buffer.write(outcome.raw.encode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
+        return
     for line in outcome.lines:
         out.line(line)
     if outcome.table is not None:
@@ -141,11 +153,14 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     except Exception as e:  # an unexpected failure still gets one line and exit 1
         if opts.verbose:
             traceback.print_exc()
+        code, message = ("internal_error", f"{type(e).__name__}: {e}")
+        if isinstance(e, OSError):  # the system refused a path: say which and why, not the class
+            code, message = "os_error", os_message(e)
         outcome = Outcome(
             data={},
             status="error",
             exit_code=1,
-            errors=[{"code": "internal_error", "message": one_line(f"{type(e).__name__}: {e}")}],
+            errors=[{"code": code, "message": one_line(message)}],
         )
         if not opts.json:
             Printer(sys.stderr).line(f"[red]error:[/red] {escape(outcome.errors[0]['message'])}")
@@ -168,6 +183,16 @@ def close_backends() -> list[str]:
         return list(cloud.close_all())
     except Exception:  # closing must never turn a finished command into a failure
         return []
+
+
+def os_message(e: OSError) -> str:
+    """`cannot use /proc/foo: no such file or directory` rather than `FileNotFoundError: [Errno 2]`."""
+    reason = (e.strerror or str(e) or type(e).__name__).rstrip(".")
+    reason = reason[:1].lower() + reason[1:]
+    if e.filename is None:
+        return reason
+    target = f"{e.filename} -> {e.filename2}" if e.filename2 is not None else str(e.filename)
+    return f"cannot use {target}: {reason}"
 
 
 def one_line(text: str) -> str:

@@ -75,7 +75,13 @@ def recall_cmd(
                 brain=not no_brain,
             ),
         )
-        return Outcome(res.data, _lines(res, verbose, sys.stdout.isatty()), warnings=res.warnings)
+        best = res.data.get("full")
+        return Outcome(
+            res.data,
+            _lines(res, verbose, sys.stdout.isatty()),
+            warnings=res.warnings,
+            raw=best["content"] if best else None,
+        )
 
     run("recall", o, go)
 
@@ -83,7 +89,7 @@ def recall_cmd(
 def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
     """Plain text off a terminal; rich markup (highlighted matches) on one."""
     data = res.data
-    esc = escape if tty else _plain
+    esc = escape
     if data.get("full"):
         f = data["full"]
         return [f"[bold]{f['id']}[/bold]  [dim]{esc(f['path'])}[/dim]", esc(f["content"].rstrip("\n"))]
@@ -115,10 +121,6 @@ def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
             f"{' (rebuilt)' if c['rebuilt'] else ''}[/dim]"
         )
     return lines
-
-
-def _plain(text: str) -> str:
-    return text
 
 
 def _highlight(text: str, marks: list[tuple[int, int]]) -> str:

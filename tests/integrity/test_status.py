@@ -36,7 +36,8 @@ def test_status_counts_and_health_on_a_healthy_workspace(cli, ws: Path, snap) ->
     assert snap(ws) == before  # read-only
     assert d["totals"] == {"entries": 5, "memories": 4, "companions": 1, "files": 1}
     assert d["by_status"] == {"active": 3, "draft": 1, "superseded": 1}
-    assert d["by_kind"] == {"companion": 1, "decision": 1, "note": 2, "task": 1}
+    # the superseding "DB" keeps the decision kind of the memory it replaces
+    assert d["by_kind"] == {"companion": 1, "decision": 2, "note": 1, "task": 1}
     assert d["teams"]["ops"]["memories"] == 1 and d["teams"]["default"]["memories"] == 3
     assert d["teams"]["default"]["companions"] == 1 and d["teams"]["default"]["files"] == 1
     assert d["index_health"]["ok"] is True and d["index_health"]["drifted"] == []
