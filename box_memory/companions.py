@@ -37,6 +37,7 @@ from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFoun
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
+from box_memory.safeio import UnreadableFile, open_regular
 from box_memory.store.base import Entry, clean_path, join
 from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
 
@@ -103,8 +104,10 @@ def _contained(root: Path, rel: str) -> Path:
     return real
 
 
-def _local_chunks(path: Path, chunk_size: int) -> Iterator[memoryview]:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+def _local_chunks(path: Path, chunk_size: int, label: str) -> Iterator[memoryview]:
+    # Opened without blocking and checked on the descriptor: only a regular file is hashed (a FIFO
+    # or device put in place of a binary is refused, never waited on or read as 0 bytes).
+    fd, _ = open_regular(path, label, follow=False)
     with os.fdopen(fd, "rb", buffering=0) as f:
         buf = bytearray(chunk_size)
         view = memoryview(buf)
@@ -124,7 +127,7 @@ def binary_chunks(ws: Workspace, path: str, chunk_size: int = CHUNK_SIZE) -> Ite
     root = _local_root(ws)
     if root is None:
         raise BoxMemoryError(f"the {ws.store.kind} backend cannot stream {path} for hashing yet")
-    return _local_chunks(_contained(root, path), chunk_size)
+    return _local_chunks(_contained(root, path), chunk_size, path)
 
 
 def hash_binary(ws: Workspace, path: str) -> Digest:
@@ -371,6 +374,16 @@ def stat_binary(ws: Workspace, path: str) -> Entry | None:
     return entry if entry is not None and not entry.is_dir else None
 
 
+def _refuse_folder(ws: Workspace, path: str) -> None:
+    """A folder is bad input for a companion command (exit 2), not a missing file."""
+    try:
+        ent = ws.store.stat(path)
+    except (NotFound, InvalidInput):
+        return
+    if ent is not None and ent.is_dir:
+        raise InvalidInput(f"{path} is a folder: a companion describes one file")
+
+
 def companion_location(ws: Workspace, binary: Binary) -> tuple[str, str]:
     """(folder, filename) where the binary's companion belongs (module docstring)."""
     files = ws.files_folder(binary.team)
@@ -515,6 +528,8 @@ def state_of(ws: Workspace, c: Companion, digest: Digest | None = None) -> dict[
             digest = digest or hash_binary(ws, c.binary)
         except NotFound:  # deleted between the stat and the read
             return {**out, "state": "orphaned"}
+        except UnreadableFile as e:  # replaced by a FIFO, device or symlink: changed, not hashed
+            return {**out, "state": "stale", "error": str(e)}
         current = getattr(digest, c.hash_algo)
     out["current"] = current
     out["state"] = "current" if c.pinned and current == c.pinned else "stale"
@@ -547,6 +562,7 @@ def check_companion(
     folder, filename = companion_location(ws, binary)
     if not comps:
         if not exists:
+            _refuse_folder(ws, binary.path)
             raise NotFound(f"{binary.path} does not exist and has no companion")
         return {
             "state": "missing",
@@ -683,6 +699,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
     binary = resolve_binary(ws, req.file, team=req.team, cwd=req.cwd)
     before = stat_binary(ws, binary.path)
     if before is None:
+        _refuse_folder(ws, binary.path)
         raise NotFound(f"{binary.path} does not exist: a companion needs the binary it describes")
     extra_tags = [normalize_tag(t) for t in req.tags]
     title = f"Companion — {binary.name}"
@@ -694,7 +711,10 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
         from box_memory.memories import check_content
 
         check_content(req.body)
-    digest = hash_binary(ws, binary.path)
+    try:
+        digest = hash_binary(ws, binary.path)
+    except UnreadableFile as e:
+        raise InvalidInput(str(e)) from None
     after = stat_binary(ws, binary.path)
     if after is None or (after.size, after.modified) != (before.size, before.modified):
         raise BoxMemoryError(f"{binary.path} changed while it was being hashed; run the command again")

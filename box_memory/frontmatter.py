@@ -13,8 +13,9 @@ from typing import Any
 import yaml
 
 from box_memory.errors import InvalidFile
+from box_memory.safeio import LIMITS
 
-MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_FRONTMATTER_BYTES = LIMITS["frontmatter"]  # the read cap (safeio), checked on write too
 MAX_DEPTH = 16
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from box_memory.errors import BoxMemoryError, NotFound
+from box_memory.errors import BoxMemoryError, InvalidFile, NotFound
 from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
@@ -163,6 +163,7 @@ class RecallCache:
         self.db: sqlite3.Connection | None = None
         self.stats = Refresh(memory_only=path == ":memory:")
         self.warnings: list[str] = []  # the last refresh's stale-index warnings
+        self.unreadable: list[str] = []  # memory files refused by the bounded read (warned about)
 
     # --- opening ------------------------------------------------------------------------
 
@@ -320,8 +321,10 @@ class RecallCache:
         self.stats.removed += len(old)
         next_rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
         team = ws.folder_team(folder)
+        self.unreadable = []
         for start in range(0, len(todo), BATCH):
             self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
+        warnings += [f"{msg} (recall uses its index entry only)" for msg in self.unreadable]
         self.stats.reread_files += len(todo)
         db.execute(
             "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
@@ -447,6 +450,9 @@ class RecallCache:
         try:
             raw = self.ws.store.read_bytes(path)
         except NotFound:
+            return "", ""
+        except InvalidFile as e:  # a FIFO, device or oversized file in place of a memory
+            self.unreadable.append(str(e))
             return "", ""
         return split_body(raw)
 

@@ -24,6 +24,7 @@ Only this module and `cli/serve_cmd.py` (lazily) import the `mcp` SDK.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import threading
@@ -393,6 +394,15 @@ def _stat_sig(path: Path) -> str | None:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+def call_limit() -> float:
+    """Seconds one tool call may run (BOX_MEMORY_TOOL_TIMEOUT_S overrides the default)."""
+    try:
+        value = float(os.environ.get("BOX_MEMORY_TOOL_TIMEOUT_S", "300"))
+    except ValueError:
+        return 300.0
+    return value if 0 < value < 86400 else 300.0
+
+
 class MemoryServer:
     """The tools over one workspace; sync core (`call`) plus the MCP wiring around it."""
 
@@ -435,11 +445,19 @@ class MemoryServer:
                 args = spec.args.model_validate(arguments or {})
             except ValidationError as e:
                 raise InvalidInput(_arg_problem(name, e)) from None
-            with self._mutex:
+            # Calls run one at a time, but never wait behind a stuck one for longer than the limit.
+            if not self._mutex.acquire(timeout=call_limit()):
+                raise BoxMemoryError(
+                    f"busy: an earlier call is still running after {call_limit():g}s; try again later",
+                    code="busy",
+                )
+            try:
+                outcome = spec.run(self.workspace(), args)
+            finally:
                 try:
-                    outcome = spec.run(self.workspace(), args)
-                finally:
                     extra = close_backends()
+                finally:
+                    self._mutex.release()
             outcome.warnings = [*outcome.warnings, *extra]
         except BoxMemoryError as e:
             return self._error(e.code, e.exit_code, str(e)), True
@@ -478,10 +496,19 @@ class MemoryServer:
         import mcp_types as types
         from mcp import MCPError
 
+        limit = call_limit()
         try:
-            result, is_error = await anyio.to_thread.run_sync(self.call, params.name, params.arguments)
+            # A call that overruns the limit is answered with an error and left to finish on its
+            # worker thread (a thread cannot be killed); later calls are not held behind it.
+            with anyio.fail_after(limit):
+                result, is_error = await anyio.to_thread.run_sync(
+                    self.call, params.name, params.arguments, abandon_on_cancel=True
+                )
         except UnknownTool:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        except TimeoutError:
+            msg = f"{params.name} did not finish within {limit:g}s (BOX_MEMORY_TOOL_TIMEOUT_S)"
+            result, is_error = self._error("timeout", 1, msg), True
         if is_error:
             err = result["errors"][0]
             text = f"{err['code']}: {err['message']}"

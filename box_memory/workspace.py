@@ -13,6 +13,7 @@ from box_memory.errors import InvalidInput, NotFound, WorkspaceNotFound
 from box_memory.ids import validate_team
 from box_memory.model import WorkspaceConfig, now_iso
 from box_memory.paths import user_dirs
+from box_memory.safeio import read_regular
 from box_memory.store.base import Store, join
 
 CONFIG_NAME = "_box-memory.json"
@@ -110,7 +111,7 @@ def load_config(store: Store) -> WorkspaceConfig:
 def read_user_config() -> dict[str, Any]:
     f = user_dirs().user_config_file
     try:
-        data = orjson.loads(f.read_bytes())
+        data = orjson.loads(read_regular(f, "config"))
     except (FileNotFoundError, orjson.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}

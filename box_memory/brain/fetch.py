@@ -20,6 +20,7 @@ from box_memory.brain.crawl import Progress, RemoteFile
 from box_memory.brain.entry import clean_name, clean_text
 from box_memory.brain.settings import Settings
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
+from box_memory.safeio import UnreadableFile, read_regular
 
 MAX_SOURCE_BYTES = 50 * 1024 * 1024
 AI_BUDGET = 5
@@ -248,7 +249,9 @@ class LocalFetcher:
         try:
             if path.is_symlink():
                 return Fetched("skipped", reason="is a symbolic link now")
-            data = path.read_bytes()
+            data = read_regular(path, "document", f.name, follow=False)
+        except UnreadableFile as exc:
+            return Fetched("skipped", reason=str(exc))
         except FileNotFoundError:
             return Fetched("skipped", reason="file vanished during the run")
         except OSError as exc:

@@ -128,7 +128,8 @@ def _check(ws: Any, file: str, team: str | None) -> Outcome:
     else:
         line = f"{state}: {escape(res['path'])} pins {res['hash_algo']}:{res['pinned']}"
         if state == "stale":
-            line += f", the binary is now {res['current']}"
+            why = escape(str(res.get("error") or "it cannot be read"))
+            line += f", the binary is now {res['current']}" if res.get("current") else f"; {why}"
     warnings = []
     if res.get("others"):
         warnings.append(

@@ -49,6 +49,7 @@ from box_memory.errors import (
 from box_memory.mcp.payload import conflicts, listing, text_content
 from box_memory.model import now_iso, parse_time
 from box_memory.paths import user_dirs
+from box_memory.safeio import check_size, kind_for
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join
 
 __all__ = [
@@ -569,6 +570,8 @@ class CloudStore:
 
     def read_bytes(self, path: str) -> bytes:
         item = self._file_item(path)
+        size = item.get("size")
+        check_size(path, kind_for(path), size if isinstance(size, int) else None)  # before downloading
         return self._content(path, item)
 
     def _content(self, path: str, item: dict[str, Any]) -> bytes:

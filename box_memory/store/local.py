@@ -13,6 +13,7 @@ import orjson
 
 from box_memory.errors import BackendUnavailable, LockBusy, NotFound
 from box_memory.model import now_iso, parse_time
+from box_memory.safeio import kind_for, read_regular
 from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 # secrets, socket and threading are imported where the write path needs them: read-only
@@ -57,12 +58,11 @@ class LocalStore:
             raise BackendUnavailable(f"workspace folder {self.root} is missing (is Box Drive running?)")
 
     def read_bytes(self, path: str) -> bytes:
+        """A regular file's bytes, bounded by the cap for its kind (safeio: no FIFO, no device)."""
         try:
-            return self._p(path).read_bytes()
-        except FileNotFoundError:
+            return read_regular(self._p(path), kind_for(path), path)
+        except (FileNotFoundError, NotADirectoryError):
             raise NotFound(f"{path} not found in the workspace") from None
-        except IsADirectoryError:
-            raise NotFound(f"{path} is a folder, not a file") from None
 
     def _write_temp(self, target: Path, data: bytes) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -201,7 +201,7 @@ class FileLock:
     def _age(self) -> tuple[float | None, bytes]:
         """Seconds since the holder last renewed (None if the lock vanished)."""
         try:
-            raw = self.path.read_bytes()
+            raw = read_regular(self.path, "lock")
             st = self.path.stat()
         except FileNotFoundError:
             return None, b""
@@ -226,7 +226,7 @@ class FileLock:
         except FileNotFoundError:
             return
         try:
-            if aside.read_bytes() != seen:
+            if read_regular(aside, "lock") != seen:
                 # We moved a lock someone renewed or re-created meanwhile: put it back if we can.
                 with contextlib.suppress(OSError):
                     os.link(aside, self.path)
@@ -263,7 +263,7 @@ class FileLock:
         while not self._stop.wait(self.renew_every):
             self.body["renewed_at"] = now_iso()
             try:
-                if orjson.loads(self.path.read_bytes()).get("token") != self.token:
+                if orjson.loads(read_regular(self.path, "lock")).get("token") != self.token:
                     return  # taken over: not ours to renew any more
                 tmp = self.path.with_name(f"{TMP_PREFIX}{os.urandom(4).hex()}-lock")
                 tmp.write_bytes(orjson.dumps(self.body))
@@ -276,7 +276,7 @@ class FileLock:
         if self._renewer is not None:
             self._renewer.join(timeout=2)
         try:
-            if orjson.loads(self.path.read_bytes()).get("token") == self.token:
+            if orjson.loads(read_regular(self.path, "lock")).get("token") == self.token:
                 self.path.unlink()
         except FileNotFoundError:
             pass

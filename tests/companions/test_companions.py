@@ -350,10 +350,10 @@ def test_refusals_write_nothing(ws: Path, tmp_path: Path, cli, snap) -> None:
         ("../outside.pdf", 2, "outside the workspace"),
         ("files/link.pdf", 2, "outside the workspace"),
         ("files/nope.pdf", 1, "does not exist"),
-        ("files/loop", 1, "does not exist"),
+        ("files/loop", 2, "is a folder"),
         ("files/_index.json", 2, "bookkeeping"),
         ("_box-memory.json", 2, "bookkeeping"),
-        ("files", 1, "does not exist"),
+        ("files", 2, "is a folder"),
     ]
     for arg, code, words in cases:
         env = cli.json("companion", arg, *w, code=code)
