@@ -85,6 +85,29 @@ class BoxToolError(BoxMemoryError):
         self.attempts = attempts
 
 
+class ContentUnverified(BoxToolError):
+    """Box gave no content for a file whose sha1 matches its listing (text representation pending
+    or not byte-exact, download missing or different), even after retries. Nothing was cached."""
+
+    code = "content_unverified"
+
+
+class WriteRefused(BoxToolError):
+    """Box refused a write for a documented rule (`rule`: shared_link, external_collaborator or
+    file_type); the message names the item, the rule and what to do."""
+
+    code = "write_refused"
+
+    def __init__(self, message: str, *, rule: str, cause: BoxToolError | None = None) -> None:
+        super().__init__(
+            message,
+            status=cause.status if cause else None,
+            box_code=cause.box_code if cause else None,
+            body=cause.body if cause else None,
+        )
+        self.rule = rule
+
+
 class LockBusy(BoxMemoryError):
     code = "lock_busy"
     exit_code = 5

@@ -240,7 +240,12 @@ def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderInd
     if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx, quick=True)):
         from box_memory.rebuild import rescan_folder
 
-        rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
+        scanned = rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
+        if scanned.incomplete:
+            warnings.append(
+                f"index of {folder}/ not repaired: its listing may be incomplete ({scanned.incomplete})"
+            )
+            return idx
         idx._dirty = True  # entries replaced wholesale: every map is rebuilt on save
         warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
     return idx

@@ -37,7 +37,7 @@ from box_memory.index import (
     save_index,
 )
 from box_memory.model import INDEX_MAPS, index_entry, now_iso
-from box_memory.store.base import AlreadyExists, Entry, join
+from box_memory.store.base import AlreadyExists, Entry, join, listing_incomplete
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
 ARCHIVE_DIR = "_archive/index-conflicts"
@@ -97,6 +97,7 @@ class FolderScan:
     index_error: str | None = None
     raw_index: bytes = b""
     exists: bool = True
+    incomplete: str | None = None  # why the folder's listing may be short: nothing is inferred from it
 
     def index_data(self) -> dict[str, Any]:
         """The index to write: the current one's extra keys (folder_id, tier...) + fresh entries."""
@@ -175,6 +176,7 @@ def scan(
         s.exists = False
         s.index_state = "missing"
         return s
+    s.incomplete = listing_incomplete(ws.store, folder)
     prefetch = getattr(ws.store, "prefetch", None)
     if prefetch is not None:  # cloud: fetch the memory files concurrently, not one round trip each
         prefetch(join(folder, e.name) for e in listing if not e.is_dir and is_memory_file(e.name))
@@ -292,6 +294,8 @@ def _dedupe(s: FolderScan, entries: list[dict[str, Any]]) -> list[dict[str, Any]
 def rescan_folder(ws: Workspace, idx: FolderIndex) -> FolderScan:
     """Repair one folder index in memory (the write path, under the caller's lock)."""
     s = scan(ws, idx.folder)
+    if s.incomplete:
+        return s  # a short listing would drop entries of files it did not show: keep the index
     idx.data.clear()
     idx.data.update(s.index_data())
     return s
@@ -559,6 +563,8 @@ def _run(
             reasons.append(f"{len(unrecorded)} orphan file(s) not recorded in the index")
         if gone:
             reasons.append(f"{len(gone)} recorded orphan(s) no longer orphaned")
+        if s.incomplete:
+            reasons.append(f"listing incomplete ({s.incomplete}): index not rewritten")
         if s.conflict_copies:
             reasons.append(
                 f"{len(s.conflict_copies)} conflict cop{'y' if len(s.conflict_copies) == 1 else 'ies'}"
@@ -590,6 +596,7 @@ def _run(
                 "drift": folder_drift,
                 "reasons": reasons,
                 "written": False,
+                "listing_complete": s.incomplete is None,
             }
         )
     if pending:
@@ -623,6 +630,12 @@ def _run(
         crash_point("rebuild:scanned")
         updated: dict[str, FolderIndex] = {}
         for s, fo in zip(present, folders_out, strict=True):
+            if s.incomplete:
+                notes.append(
+                    f"{s.folder}/ not rebuilt: its Box listing may be incomplete ({s.incomplete}); "
+                    "run index-rebuild again"
+                )
+                continue
             if s.index_state == "unparseable" and s.raw_index:
                 dst = _archive_name(ws, s.folder, "_index.unparseable.json")
                 ws.store.write_bytes(dst, s.raw_index)
@@ -636,7 +649,7 @@ def _run(
             crash_point("rebuild:folder-saved")
         # Conflict copies move only after the index holding their merged entries is durable.
         for s in present:
-            for c in s.conflict_copies:
+            for c in s.conflict_copies if not s.incomplete else ():
                 archived.append(_archive_copy(ws, s.folder, c))
         if full:
             for c in root_copies:

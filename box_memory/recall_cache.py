@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from box_memory.errors import BoxMemoryError, InvalidFile, NotFound
+from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound
 from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
@@ -322,10 +322,14 @@ class RecallCache:
         next_rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
         team = ws.folder_team(folder)
         self.unreadable = []
+        self._unread: list[str] = []
         for start in range(0, len(todo), BATCH):
             self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
         warnings += [f"{msg} (recall uses its index entry only)" for msg in self.unreadable]
         self.stats.reread_files += len(todo)
+        if self._unread:  # not cached: the folder is read again next time
+            warnings += self._unread
+            sigs = (None, None)
         db.execute(
             "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
             (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
@@ -338,7 +342,11 @@ class RecallCache:
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
         for e, mid, path, sig, file_sig in todo:
-            front, body = self._read_body(path)
+            try:
+                front, body = self._read_body(path)
+            except ContentUnverified as err:
+                self._unread.append(f"{err} (recall skipped this memory)")
+                continue
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
                 m = _EXPIRES.search(front)

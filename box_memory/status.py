@@ -53,14 +53,15 @@ def _lock_state(ws: Workspace) -> dict[str, Any] | None:
     """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next writer)."""
     from box_memory.store.local import LOCK_NAME, lock_settings
 
-    st = ws.store.stat(LOCK_NAME)
+    name = ws.store.lock_name() if hasattr(ws.store, "lock_name") else LOCK_NAME  # cloud: may fall back
+    st = ws.store.stat(name)
     if st is None:
         return None
     body: dict[str, Any] = {}
     with contextlib.suppress(Exception):
         import orjson
 
-        loaded = orjson.loads(ws.store.read_bytes(LOCK_NAME))
+        loaded = orjson.loads(ws.store.read_bytes(name))
         body = loaded if isinstance(loaded, dict) else {}
     renewed = parse_time(body.get("renewed_at"))
     last = max(renewed.timestamp() if renewed else 0.0, st.modified)

@@ -20,11 +20,10 @@ from typing import Any, Protocol
 
 from box_memory.brain.entry import clean_name, clean_path, safe_url
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
-from box_memory.mcp.payload import Page, listing
+from box_memory.mcp.payload import Page, Pager, listing
 
 MAX_DEPTH = 12
 PAGE_LIMIT = 100
-MAX_EMPTY_PAGES = 3
 LIST_TOOL = "list_folder_content_by_folder_id"
 LIST_FIELDS = [
     "type",
@@ -184,24 +183,18 @@ def crawl(
     while queue:
         folder_id, folder_path, depth = queue.popleft()
         result.folders += 1
-        marker: str | None = None
-        offset = 0
-        sent_markers: set[str] = set()
-        empty_pages = 0
+        pager = Pager(limit)
+        where = folder_path or folder_id
         while True:
-            if len(result.files) >= cap:
-                result.incomplete(
-                    f"item cap {cap} reached with folder {folder_path or folder_id} still to list"
-                )
-                return _rest_unlisted(result, queue, cap)
+            # At the cap the next page is still read: only an entry on it proves something was left.
             try:
-                page = lister.page(folder_id, limit=limit, marker=marker, offset=offset)
+                page = lister.page(folder_id, limit=limit, marker=pager.marker, offset=pager.offset)
             except BackendUnavailable:
                 raise
             except BoxMemoryError as exc:
                 if folder_id == root_id and result.pages == 0:
                     raise
-                result.incomplete(f"listing {folder_path or folder_id} failed: {exc}")
+                result.incomplete(f"listing {where} failed: {exc}")
                 break
             result.pages += 1
             for index, entry in enumerate(page.entries):
@@ -229,26 +222,10 @@ def crawl(
                     result.files.append(rf)
             if progress is not None:
                 progress("crawl", len(result.files), None)
-            empty_pages = empty_pages + 1 if not page.entries else 0
-            if page.next_marker:
-                if page.next_marker in sent_markers or page.next_marker == marker:
-                    result.incomplete(f"listing {folder_path or folder_id} repeated a page marker")
-                    break
-                if empty_pages >= MAX_EMPTY_PAGES:
-                    result.incomplete(f"listing {folder_path or folder_id} kept answering empty pages")
-                    break
-                sent_markers.add(page.next_marker)
-                marker = page.next_marker
-                continue
-            if page.total_count is not None and marker is None:
-                start = page.offset if page.offset is not None else offset
-                if start + len(page.entries) < page.total_count:
-                    if not page.entries:
-                        result.incomplete(f"listing {folder_path or folder_id} stopped short of its total")
-                        break
-                    offset = start + len(page.entries)
-                    continue
-            break
+            if not pager.advance(page):
+                break
+        if pager.incomplete:
+            result.incomplete(f"listing {where}: {pager.incomplete}")
     return result
 
 

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", type=Path, help="state folder outside root (default <root>.box-emulator-state)")
     p.add_argument("--call-log", type=Path, help="append every tool call as a JSON line to this file")
     p.add_argument("--seed", type=int, default=0, help="seed of the fault RNG")
-    p.add_argument("--paging", choices=["marker", "offset"], default="marker")
+    p.add_argument("--paging", choices=["marker", "offset", "none"], default="marker")
     p.add_argument(
         "--shape",
         choices=["structured", "text"],

@@ -61,12 +61,13 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_BODY = 64 * 1024 * 1024
 
 _CHOICES = {
-    "paging": ("marker", "offset"),
+    "paging": ("marker", "offset", "none"),
     "shape": ("structured", "text"),
     "ids": ("string", "number"),
     "listing": ("mini", "full"),
     "era": ("legacy", "dual"),
     "sessions": ("stateless", "stateful"),
+    "user": ("full", "mini"),
 }
 
 
@@ -88,6 +89,16 @@ class Switches:
     retry_after_s: int = 1
     fault_all: bool = False
     repeat_marker: bool = False  # marker paging hands back the marker it was given (a broken server)
+    total_skew: int = 0  # offset paging reports total_count off by this much
+    short_pages: bool = False  # pages one entry shorter than the limit before the end
+    page_cap: int = 0  # pages silently capped at this many entries (0: no cap beyond the limit)
+    ignore_offset: bool = False  # offset paging always answers the first page (a broken server)
+    content_pending: int = 0  # get_file_content answers "pending" this many times per file (-1: always)
+    content_inexact: bool = False  # get_file_content text is not byte-exact
+    user: str = "full"  # who_am_i: "full" user object, or "mini" (no enterprise)
+    upload_text_only: bool = False  # upload_file refuses names outside the documented text types
+    shared_links: frozenset[str] = frozenset()  # item ids with a shared link: write tools refuse below
+    external_collaborators: frozenset[str] = frozenset()  # item ids with an external collaborator
     disabled_tools: frozenset[str] = frozenset()
     hidden_tools: frozenset[str] = frozenset()
     download_ttl_s: float = 900
@@ -104,13 +115,13 @@ class Switches:
         for name in ("error_rate", "drop_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1")
-        if self.latency_ms < 0 or self.search_lag_s < 0 or self.retry_after_s < 0:
-            raise ValueError("latency_ms, search_lag_s and retry_after_s must not be negative")
+        if self.latency_ms < 0 or self.search_lag_s < 0 or self.retry_after_s < 0 or self.page_cap < 0:
+            raise ValueError("latency_ms, search_lag_s, retry_after_s and page_cap must not be negative")
         return self
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("disabled_tools", "hidden_tools"):
+    if name in ("disabled_tools", "hidden_tools", "shared_links", "external_collaborators"):
         return frozenset([value] if isinstance(value, str) else value or ())
     if name == "error_kinds":
         items = value.split(",") if isinstance(value, str) else value
@@ -119,8 +130,17 @@ def _coerce(name: str, value: Any) -> Any:
         return float(value)
     if name == "retry_after_s":
         return int(value)
-    if name in ("fault_all", "repeat_marker"):
+    if name in (
+        "fault_all",
+        "repeat_marker",
+        "short_pages",
+        "ignore_offset",
+        "content_inexact",
+        "upload_text_only",
+    ):
         return bool(value)
+    if name in ("total_skew", "page_cap", "content_pending"):
+        return int(value)
     return value
 
 
@@ -264,6 +284,7 @@ class Emulator:
         self._calls: list[ToolCall] = []
         self._counters: Counter[str] = Counter()
         self._downloads: dict[str, tuple[str, float]] = {}
+        self._pending_seen: Counter[str] = Counter()
         self._port: int | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -285,6 +306,8 @@ class Emulator:
             if unknown:
                 raise TypeError(f"unknown emulator switch(es): {', '.join(unknown)}")
             coerced = {k: _coerce(k, v) for k, v in changes.items()}
+            if "content_pending" in coerced:
+                self._pending_seen.clear()
             self.switches = replace(self.switches, **coerced).validated()
             return self.switches
 
@@ -347,6 +370,13 @@ class Emulator:
             if u < sw.drop_rate + sw.error_rate:
                 return sw.error_kinds[self._rng.randrange(len(sw.error_kinds))]
         return None
+
+    def _content_pending(self, file_id: str) -> bool:
+        """Whether this get_file_content call answers "pending" (the `content_pending` switch)."""
+        with self._lock:
+            limit = self.switches.content_pending
+            self._pending_seen[file_id] += 1
+            return limit < 0 or self._pending_seen[file_id] <= limit
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -426,8 +456,18 @@ class Emulator:
             search_lag_s=sw.search_lag_s,
             mint_download=self._mint_download,
             repeat_marker=sw.repeat_marker,
+            total_skew=sw.total_skew,
+            short_pages=sw.short_pages,
+            page_cap=sw.page_cap,
+            ignore_offset=sw.ignore_offset,
+            content_pending=self._content_pending if sw.content_pending else None,
+            content_inexact=sw.content_inexact,
+            user=sw.user,
+            upload_text_only=sw.upload_text_only,
         )
         try:
+            if not spec.read_only and (sw.shared_links or sw.external_collaborators):
+                self._guard_write(arguments, sw)
             payload = await anyio.to_thread.run_sync(run_tool, spec, tool_ctx, arguments)
         except BoxApiError as exc:
             body = exc.body()
@@ -446,6 +486,31 @@ class Emulator:
                 content=[types.TextContent(type="text", text=text)], structured_content=payload
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    def _guard_write(self, arguments: dict[str, Any], sw: Switches) -> None:
+        """The published rule: write tools refuse items that have a shared link or an external
+        collaborator on the item or any parent folder (the wording of the refusal is assumed)."""
+        for key in ("file_id", "folder_id", "parent_folder_id"):
+            raw = arguments.get(key)
+            if raw in (None, ""):
+                continue
+            try:
+                chain = self.fs.ancestry(self.fs.get(str(raw).strip()))
+            except BoxApiError:
+                continue
+            for item in chain:
+                if item.id in sw.shared_links:
+                    what = "a shared link"
+                elif item.id in sw.external_collaborators:
+                    what = "an external collaborator"
+                else:
+                    continue
+                raise BoxApiError(
+                    403,
+                    "access_denied_insufficient_permissions",
+                    f"This tool cannot modify items with {what} on the item or a parent folder "
+                    f"(folder or file {item.id})",
+                )
 
     def build_app(self) -> EmulatorASGI:
         """A fresh ASGI app (the SDK's session manager can only run once, so one per start)."""

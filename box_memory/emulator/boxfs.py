@@ -622,6 +622,44 @@ class BoxFS:
             self._save(item)
             return item
 
+    def move_folder(self, item: Item, parent: Item, name: str, conflict: Any) -> Item:
+        """Move and/or rename a folder with everything in it (ids are kept, paths follow)."""
+        validate_name(name)
+        with self._lock:
+            self._refresh(item)
+            self._refresh(parent)
+            new_rel = _join(parent.path, name)
+            if new_rel == item.path:
+                return item
+            if item.is_root or (new_rel + "/").startswith(item.path + "/"):
+                raise bad_request("A folder cannot be moved into itself", "bad_request")
+            existing = self.find_conflict(parent, name, ignore=item.id)
+            if existing is not None:
+                raise conflict(existing)
+            src, dst = self.path_of(item), self.path_of(parent) / name
+            if dst.exists():
+                raise BoxApiError(409, "item_name_in_use", "Item with the same name already exists")
+            old = item.path
+            src.rename(dst)
+            moved = [i for i in self._items.values() if i.path == old or i.path.startswith(old + "/")]
+            for i in moved:
+                self._unindex(i)
+            for key in [k for k in self._children if k == old or k.startswith(old + "/")]:
+                self._children.pop(key, None)
+            for i in moved:
+                i.path = new_rel + i.path[len(old) :]
+                self._index(i)
+                self._save(i)
+            self._bump(item)
+            item.modified_at = item.changed_at = time.time()
+            self._save(item)
+            return item
+
+    def ancestry(self, item: Item) -> list[Item]:
+        """The item and every folder above it, up to the root."""
+        with self._lock:
+            return [item, *self._ancestors(item)]
+
     def update_properties(
         self, item: Item, *, description: str | None = None, tags: list[str] | None = None
     ) -> Item:

@@ -108,6 +108,14 @@ class ToolContext:
     search_lag_s: float = 0.0
     mint_download: Callable[[Item], tuple[str, float]] | None = None
     repeat_marker: bool = False
+    total_skew: int = 0
+    short_pages: bool = False
+    page_cap: int = 0
+    ignore_offset: bool = False
+    content_pending: Callable[[str], bool] | None = None
+    content_inexact: bool = False
+    user: str = "full"
+    upload_text_only: bool = False
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
@@ -226,6 +234,8 @@ def _conflict_array(fs: BoxFS) -> Callable[[Item], BoxApiError]:
 
 def who_am_i(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     fs = ctx.fs
+    if ctx.user == "mini":  # the `user=mini` switch: Box's mini user representation, no enterprise
+        return dict(USER)
     return {
         **USER,
         "created_at": rfc3339(1700000000),
@@ -254,6 +264,14 @@ def list_folder_content_by_folder_id(ctx: ToolContext, args: dict[str, Any]) -> 
     def shape(page: list[Item]) -> list[dict[str, Any]]:
         return [fs.select(i, fields, default=ctx.listing) for i in page]
 
+    def size(start: int) -> int:
+        """Entries this page holds: the `page_cap` switch caps it silently, `short_pages` hands
+        back one fewer than asked for while more follow (both legal for a paging server)."""
+        n = min(limit, ctx.page_cap) if ctx.page_cap else limit
+        if ctx.short_pages and n > 1 and start + n < len(items):
+            n -= 1
+        return n
+
     if ctx.paging == "marker":
         marker = args.get("marker")
         if marker:
@@ -261,15 +279,18 @@ def list_folder_content_by_folder_id(ctx: ToolContext, args: dict[str, Any]) -> 
             start = next((n for n, i in enumerate(items) if sort_key(i) > after), len(items))
         else:
             start = _int(args, "offset", 0, 0)
-        page = items[start : start + limit]
-        more = start + limit < len(items)
-        next_marker = encode_marker(page[-1]) if more else None
+        page = items[start : start + size(start)]
+        more = start + len(page) < len(items)
+        next_marker = encode_marker(page[-1]) if more and page else None
         if more and marker and ctx.repeat_marker:
             next_marker = str(marker)  # the `repeat_marker` switch: a server stuck on one page
         return {"entries": shape(page), "limit": limit, "next_marker": next_marker}
-    offset = _int(args, "offset", 0, 0)
-    page = items[offset : offset + limit]
-    return {"entries": shape(page), "total_count": len(items), "offset": offset, "limit": limit}
+    offset = 0 if ctx.ignore_offset else _int(args, "offset", 0, 0)  # `ignore_offset`: a broken server
+    page = items[offset : offset + size(offset)]
+    if ctx.paging == "none":  # the `paging=none` switch: entries only, no paging fields at all
+        return {"entries": shape(page)}
+    total = max(0, len(items) + ctx.total_skew)  # `total_skew`: a total_count that is wrong
+    return {"entries": shape(page), "total_count": total, "offset": offset, "limit": limit}
 
 
 def get_folder_details(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -300,6 +321,17 @@ def get_file_content(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     text = fs.text_of(item)
     if text is None:
         raise bad_request("No text representation is available for this file type")
+    if ctx.content_pending is not None and ctx.content_pending(item.id):
+        # The `content_pending` switch: the answer Box's toolkit gives while the representation
+        # is generated (box-ai-agents-toolkit box_api_file_representation.py), as a success.
+        return {
+            "message": "markdown representation is still being generated. Please try again later.",
+            "status": "pending",
+        }
+    if ctx.content_inexact:
+        # The `content_inexact` switch: an extracted-text representation, not the bytes
+        # (trailing spaces and the final newline gone, line ends normalised).
+        text = "\n".join(line.rstrip() for line in text.splitlines())
     return {"id": item.id, "name": item.name, "content": text}
 
 
@@ -647,10 +679,24 @@ def set_file_metadata(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 # -- write tools -------------------------------------------------------------------------------
 
 
+# Text types the hosted upload_file documents (CONNECTORS.md: third-party copy of the catalogue).
+UPLOAD_TEXT_TYPES = frozenset(
+    ["txt", "md", "boxnote", "html", "svg", "xml", "csv", "json", "js", "ts", "py", "sh"]
+)
+
+
 def upload_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     fs = ctx.fs
     name = str(_required(args, "file_name"))
     data = _text_arg(args, "file_content")
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if ctx.upload_text_only and ext not in UPLOAD_TEXT_TYPES:
+        # The `upload_text_only` switch: the documented text-types rule (error wording assumed).
+        raise bad_request(
+            f"Unsupported file type '.{ext}': upload_file accepts text files only "
+            f"({', '.join(sorted(UPLOAD_TEXT_TYPES))})",
+            "invalid_file_type",
+        )
     folder = fs.get(_id(args.get("parent_folder_id") or ROOT_ID), "folder")
     return fs.full(fs.upload(folder, name, data, _conflict_object(fs)))
 
@@ -674,6 +720,14 @@ def move_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     parent = fs.get(_id(_required(args, "parent_folder_id")), "folder")
     name = args.get("name") or item.name
     return fs.full(fs.move(item, parent, str(name), _conflict_object(fs)))
+
+
+def move_folder(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    fs = ctx.fs
+    item = fs.get(_id(_required(args, "folder_id")), "folder")
+    parent = fs.get(_id(_required(args, "parent_folder_id")), "folder")
+    name = args.get("name") or item.name
+    return fs.full(fs.move_folder(item, parent, str(name), _conflict_array(fs)))
 
 
 def update_file_properties(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -838,6 +892,13 @@ TOOLS: list[ToolSpec] = [
         "Move a file to another folder, optionally renaming it.",
         _schema(["file_id", "parent_folder_id"], file_id=_S, parent_folder_id=_S, name=_S),
         move_file,
+        False,
+    ),
+    ToolSpec(
+        "move_folder",
+        "Move a folder (with its content) to another folder, optionally renaming it.",
+        _schema(["folder_id", "parent_folder_id"], folder_id=_S, parent_folder_id=_S, name=_S),
+        move_folder,
         False,
     ),
     ToolSpec(

@@ -20,10 +20,12 @@ from box_memory.errors import BoxMemoryError, BoxToolError, ToolDisabled, ToolMi
 __all__ = [
     "DISABLED_TEXT",
     "Page",
+    "Pager",
     "box_error",
     "conflicts",
     "listing",
     "normalise_ids",
+    "representation_pending",
     "text_blocks",
     "text_content",
     "tool_error",
@@ -68,6 +70,107 @@ class Page:
             return True
         if self.total_count is not None and self.offset is not None:
             return self.offset + len(self.entries) < self.total_count
+        return False
+
+
+class Pager:
+    """Pages of one folder listing, never ended silently short.
+
+    Box's hosted listing tool pages by `offset`/`limit` and may not offer `marker` at all (its
+    catalogue, and box-community/mcp-server-box `box_list_folder_content_by_folder_id`); whether it
+    echoes `total_count` is not documented. So:
+    - `next_marker` -> follow it (a repeated marker or endless empty pages -> incomplete);
+    - offset paging -> the next offset is what was read so far; the listing ends at an empty page,
+      or at `total_count` (when a page was full there, one more page is read to prove it);
+    - no paging fields at all -> a full page is not the end: keep paging by offset until a short
+      page (a page whose size is a round number is also followed, in case the server capped the
+      page size below what was asked without saying so);
+    - a page of ids already seen (the server ignored `offset`), or a total that disagrees with what
+      was read, marks the listing incomplete.
+    `incomplete` is then a reason: callers must not treat absence from the listing as deletion.
+    """
+
+    MAX_EMPTY = 3
+    ROUND = 25
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, int(limit))
+        self.marker: str | None = None
+        self.offset = 0
+        self.read = 0
+        self.pages = 0
+        self.incomplete: str | None = None
+        self._markers: set[str] = set()
+        self._ids: set[str] = set()
+        self._empty = 0
+        self._total: int | None = None
+        self._probing = False
+        self._total_wrong = False
+
+    def args(self) -> dict[str, Any]:
+        """Paging arguments of the next request."""
+        out: dict[str, Any] = {"limit": self.limit}
+        if self.marker:
+            out["marker"] = self.marker
+        elif self.offset:
+            out["offset"] = self.offset
+        return out
+
+    def fail(self, reason: str) -> None:
+        self.incomplete = self.incomplete or reason
+
+    def advance(self, page: Page) -> bool:
+        """Account for `page`; True when another page must be read."""
+        self.pages += 1
+        n = len(page.entries)
+        ids = [str(e.get("id")) for e in page.entries if e.get("id") is not None]
+        fresh = [i for i in ids if i not in self._ids]
+        if ids and not fresh and not page.next_marker:
+            self.fail("the server answered the same page again (it ignored the offset)")
+            return False
+        self._ids.update(fresh)
+        self.read += len(fresh) if ids else n
+        if page.total_count is not None:
+            self._total = page.total_count
+        self._empty = self._empty + 1 if n == 0 else 0
+        if page.next_marker:
+            if page.next_marker in self._markers or page.next_marker == self.marker:
+                self.fail("the server repeated a page marker")
+                return False
+            if self._empty >= self.MAX_EMPTY:
+                self.fail("the server kept answering empty pages")
+                return False
+            self._markers.add(page.next_marker)
+            self.marker = page.next_marker
+            return True
+        if self.marker is not None:  # marker paging ended
+            return self._check_total()
+        start = page.offset if page.offset is not None else self.offset
+        self.offset = start + n
+        if n == 0:
+            return self._check_total()
+        page_size = min(self.limit, page.limit) if page.limit else self.limit
+        full = n >= page_size
+        if self._total is not None and not self._total_wrong:
+            if self.offset < self._total:
+                return True
+            if self._probing:  # the page read past the total: the total is wrong, read on
+                self._total_wrong = True
+                self.fail(f"the listing held more than its total ({self._total})")
+            elif full:
+                self._probing = True  # a full page exactly at the total: prove nothing follows
+                return True
+            else:
+                return self._check_total()
+        has_fields = page.limit is not None or page.offset is not None
+        return full or (not has_fields and n % self.ROUND == 0)
+
+    def _check_total(self) -> bool:
+        if self._total is not None and not self._total_wrong and self.read != self._total:
+            if self.read < self._total:
+                self.fail(f"the listing stopped short of its total ({self.read} of {self._total} items)")
+            else:
+                self.fail(f"the listing held more than its total ({self.read}, total {self._total})")
         return False
 
 
@@ -553,3 +656,24 @@ def text_content(tool: str, payload: Any) -> str:
     if isinstance(payload, Mapping):
         shape = "an object with keys " + ", ".join(sorted(map(str, payload.keys()))[:12])
     raise BoxToolError(f"Box tool {tool} returned no readable text ({shape})")
+
+
+_PENDING_STATES = frozenset({"pending", "none"})
+
+
+def representation_pending(text: str) -> bool:
+    """True when a `get_file_content` answer is Box's "still being generated" note, not the text.
+
+    Box's own toolkit (box-community/box-ai-agents-toolkit `box_api_file_representation.py`) turns
+    a representation in state `none`/`pending` into a successful `{"message": "... still being
+    generated ...", "status": "pending"}` rather than an error, so it arrives as a normal result.
+    """
+    ok, parsed = _parse_json(text)
+    if not ok or not isinstance(parsed, Mapping):
+        return False
+    status = parsed.get("status")
+    return (
+        isinstance(status, str)
+        and status.lower() in _PENDING_STATES
+        and not (set(parsed) & {"content", "text", "entries"})
+    )

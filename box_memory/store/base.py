@@ -57,3 +57,13 @@ def clean_path(path: str) -> str:
 
 def join(*parts: str) -> str:
     return clean_path("/".join(p.strip("/") for p in parts if p))
+
+
+def listing_incomplete(store: object, path: str) -> str | None:
+    """Why the store's listing of folder `path` may be short, or None when it is complete.
+
+    Only the cloud store can list short (a page that failed, paging the server did not describe);
+    callers that would infer "deleted" from absence (brain-sync, index-rebuild) must check this.
+    """
+    check = getattr(store, "listing_incomplete", None)
+    return check(path) if callable(check) else None

@@ -41,12 +41,14 @@ from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
     BoxToolError,
+    ContentUnverified,
     InvalidInput,
     LockBusy,
     NotFound,
     WorkspaceNotFound,
+    WriteRefused,
 )
-from box_memory.mcp.payload import conflicts, listing, text_content
+from box_memory.mcp.payload import Pager, conflicts, listing, representation_pending, text_content
 from box_memory.model import now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.safeio import check_size, kind_for
@@ -63,6 +65,24 @@ __all__ = [
 
 CONFIG_NAME = "_box-memory.json"
 LOCK_NAME = "_box-memory.lock"
+# The hosted upload_file takes text types only and `.lock` is not one of them (CONNECTORS.md):
+# when Box refuses LOCK_NAME, every writer uses this name instead, recorded as `lock_name` in the
+# config. Only ever this one fallback, so writers that have not read the config yet agree too.
+FALLBACK_LOCK_NAME = "_box-memory.lock.json"
+WRITE_TOOLS = frozenset(
+    {
+        "upload_file",
+        "upload_file_version",
+        "create_folder",
+        "move_file",
+        "move_folder",
+        "update_file_properties",
+        "set_file_metadata",
+    }
+)
+_SHARED_LINK_RE = re.compile(r"shared[ _-]?link", re.IGNORECASE)
+_EXTERNAL_RE = re.compile(r"external[ _-]?collaborat", re.IGNORECASE)
+_FILE_TYPE_RE = re.compile(r"(file[ _-]?type|extension|text files? only|text types?)", re.IGNORECASE)
 TEMPLATE_KEY = "boxMemory"
 TEMPLATE_SCOPE = "enterprise"
 SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
@@ -108,6 +128,17 @@ def _list_limit() -> int:
         return max(1, min(1000, int(os.environ.get("BOX_MEMORY_LIST_LIMIT", "1000"))))
     except ValueError:
         return 1000
+
+
+def _content_retries() -> tuple[int, float]:
+    """(attempts, first back-off in seconds) for a file read that does not verify
+    (env `BOX_MEMORY_CONTENT_ATTEMPTS`, `BOX_MEMORY_CONTENT_BACKOFF_S`; tests shorten the wait)."""
+    try:
+        attempts = max(1, min(10, int(os.environ.get("BOX_MEMORY_CONTENT_ATTEMPTS", "3"))))
+        backoff = max(0.0, float(os.environ.get("BOX_MEMORY_CONTENT_BACKOFF_S", "1.0")))
+    except ValueError:
+        return 3, 1.0
+    return attempts, backoff
 
 
 def _settle_floor() -> float:
@@ -296,6 +327,8 @@ class CloudStore:
         self._config_loaded = False
         self._prefetched = False
         self._stale_ids: set[str] = set()
+        self._incomplete: dict[str, str] = {}  # folder id -> why its listing may be short
+        self.lock_name_used: str | None = None
         self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
         self.warnings: list[str] = []
         self.list_calls = 0
@@ -311,7 +344,73 @@ class CloudStore:
         return self._client
 
     def call(self, tool: str, args: dict[str, Any]) -> Any:
-        return self.box.call(tool, args)
+        try:
+            return self.box.call(tool, args)
+        except WriteRefused:
+            raise
+        except BoxToolError as e:
+            refused = self._refusal(tool, args, e) if tool in WRITE_TOOLS else None
+            if refused is not None:
+                raise refused from None
+            raise
+
+    def _refusal(self, tool: str, args: dict[str, Any], e: BoxToolError) -> WriteRefused | None:
+        """A write refused by one of Box's documented write rules, as one line that says which
+        item, which rule and what to do (the refusal's exact wording is not published: matched
+        on its words)."""
+        if e.status is not None and e.status not in (400, 403, 415, 422):
+            return None
+        text = f"{e} {orjson.dumps(e.body, default=str).decode() if e.body is not None else ''}"
+        what = self._target(tool, args)
+        if _SHARED_LINK_RE.search(text):
+            return WriteRefused(
+                f"Box refused to write {what}: it or a parent folder has a shared link, and Box MCP "
+                "write tools refuse such items - remove the shared link or keep the workspace out of "
+                "shared folders",
+                rule="shared_link",
+                cause=e,
+            )
+        if _EXTERNAL_RE.search(text):
+            return WriteRefused(
+                f"Box refused to write {what}: it or a parent folder has an external collaborator, "
+                "and Box MCP write tools refuse such items - remove the external collaborator or "
+                "keep the workspace out of that folder",
+                rule="external_collaborator",
+                cause=e,
+            )
+        if tool == "upload_file" and _FILE_TYPE_RE.search(text):
+            return WriteRefused(
+                f"Box refused to upload {what}: upload_file takes text file types only - use a "
+                ".md, .txt or .json name",
+                rule="file_type",
+                cause=e,
+            )
+        return None
+
+    def _target(self, tool: str, args: dict[str, Any]) -> str:
+        """The workspace path (or Box id) a write tool was aimed at, for error messages."""
+        by_id = {fid: p for p, fid in self._paths.items()}
+
+        def folder(fid: Any) -> str | None:
+            return by_id.get(str(fid)) if fid is not None else None
+
+        if args.get("file_name") is not None:
+            where = folder(args.get("parent_folder_id"))
+            return join(where, str(args["file_name"])) if where is not None else str(args["file_name"])
+        if args.get("file_id") is not None:
+            fid = str(args["file_id"])
+            for parent, items in self._listings.items():
+                for name, it in items.items():
+                    if str(it.get("id")) == fid:
+                        where = folder(parent)
+                        return join(where, name) if where is not None else name
+            return f"Box file {fid}"
+        if tool == "create_folder" and args.get("name") is not None:
+            where = folder(args.get("parent_folder_id"))
+            return join(where, str(args["name"])) if where is not None else str(args["name"])
+        if args.get("folder_id") is not None:
+            return (folder(args["folder_id"]) or f"Box folder {args['folder_id']}") + "/"
+        return f"the workspace (tool {tool})"
 
     def has_tool(self, tool: str) -> bool:
         return bool(self.box.has_tool(tool))
@@ -340,41 +439,49 @@ class CloudStore:
         if cached is not None:
             return cached
         items: dict[str, dict[str, Any]] = {}
-        marker: str | None = None
-        offset = 0
-        limit = _list_limit()
+        pager = Pager(_list_limit())
         for _ in range(100_000):
-            args: dict[str, Any] = {"folder_id": folder_id, "fields": LIST_FIELDS, "limit": limit}
-            if marker:
-                args["marker"] = marker
-            elif offset:
-                args["offset"] = offset
+            args: dict[str, Any] = {"folder_id": folder_id, "fields": LIST_FIELDS, **pager.args()}
             try:
                 payload = first if first is not None else self.call("list_folder_content_by_folder_id", args)
                 first = None
-            except BoxToolError as e:
-                if e.status == 404:
+                page = listing(payload)
+            except BoxMemoryError as e:
+                if isinstance(e, BoxToolError) and e.status == 404:
                     if folder_id == self.root_id:
                         raise WorkspaceNotFound(
                             f"Box folder {folder_id} not found (or not shared with this Box user)"
                         ) from None
                     raise NotFound(f"Box folder {folder_id} not found") from None
-                raise
+                if pager.pages == 0:
+                    raise
+                pager.fail(f"page {pager.pages + 1} failed: {e}")  # keep what was read, say so
+                break
             self.list_calls += 1
-            page = listing(payload)
             for it in page.entries:
                 if it.get("type") in ("file", "folder") and it.get("name") is not None:
                     items[str(it["name"])] = it
-            if page.next_marker and page.next_marker != marker and page.entries:
-                marker = page.next_marker
-                continue
-            if marker is None and page.total_count is not None and page.entries:
-                offset = (page.offset if page.offset is not None else offset) + len(page.entries)
-                if offset < page.total_count:
-                    continue
-            break
+            if not pager.advance(page):
+                break
+        else:
+            pager.fail("too many pages")
+        if pager.incomplete:
+            self._incomplete[folder_id] = pager.incomplete
+            where = next((p or "the workspace root" for p, f in self._paths.items() if f == folder_id), None)
+            self.warnings.append(
+                f"the Box listing of {where or 'folder ' + folder_id} may be incomplete "
+                f"({pager.incomplete}); files missing from it are not treated as deleted"
+            )
+        else:
+            self._incomplete.pop(folder_id, None)
         self._listings[folder_id] = items
         return items
+
+    def listing_incomplete(self, path: str) -> str | None:
+        """Why the listing of a workspace folder may be short (None when it is known complete)."""
+        items = self._items(path)
+        fid = self._paths.get(clean_path(path))
+        return None if items is None or fid is None else self._incomplete.get(fid)
 
     @staticmethod
     def _find(items: dict[str, dict[str, Any]], name: str) -> dict[str, Any] | None:
@@ -575,26 +682,86 @@ class CloudStore:
         return self._content(path, item)
 
     def _content(self, path: str, item: dict[str, Any]) -> bytes:
+        """The file's bytes, accepted (and cached) only when they hash to the sha1 Box lists.
+
+        `get_file_content` answers from Box's text representations: it may answer "still being
+        generated" (`status: pending`) as a success (box-community/box-ai-agents-toolkit
+        `box_api_file_representation.py`), and for some types the text is not byte-exact. So the
+        text is kept only when its sha1 matches; otherwise the bytes of `get_download_url` are
+        used; when neither verifies the read is retried with back-off (the sha1 re-read from
+        `get_file_details` in case the file changed since it was listed), then fails with
+        `ContentUnverified`. Nothing unverified is ever cached.
+        """
         fid = str(item["id"])
-        sha = _item_sha1(item)
-        key = sha or (f"e{item['etag']}" if item.get("etag") is not None else None)
-        cached = self.cache.get(fid, key)
-        if cached is not None:
-            return cached
-        data: bytes | None = None
+        sha = _item_sha1(item) or self._details_sha1(path, fid)
+        if sha:
+            cached = self.cache.get(fid, sha)
+            if cached is not None:
+                return cached
+        attempts, backoff = _content_retries()
+        why = ""
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(backoff * 2 ** (attempt - 1))
+                fresh = self._details_sha1(path, fid)
+                if fresh and fresh != sha:
+                    sha = fresh
+                    item["sha1"] = fresh
+                    cached = self.cache.get(fid, sha)
+                    if cached is not None:
+                        return cached
+            data, why = self._fetch_verified(path, fid, sha)
+            if data is not None:
+                if sha:
+                    self.cache.put(fid, sha, data)
+                return data
+        raise ContentUnverified(
+            f"{path}: Box gave no content matching the file's sha1 after {attempts} attempts ({why})"
+        )
+
+    def _details_sha1(self, path: str, file_id: str) -> str | None:
         try:
-            data = self.box.call_text("get_file_content", {"file_id": fid}).encode("utf-8")
+            details = self.call("get_file_details", {"file_id": file_id, "fields": ["sha1"]})
         except BoxToolError as e:
             if e.status == 404:
                 self._listings.clear()
                 raise NotFound(f"{path} not found in the workspace") from None
-            if not self.has_tool("get_download_url"):
-                raise
-        if data is None or (sha and _sha1(data) != sha and self.has_tool("get_download_url")):
-            # No text representation, or one that is not byte-exact: fetch the bytes themselves.
-            data = b"".join(self._download(path, fid))
-        self.cache.put(fid, key, data)
-        return data
+            return None
+        return _item_sha1(_as_object(details) or {})
+
+    def _fetch_verified(self, path: str, file_id: str, sha: str | None) -> tuple[bytes | None, str]:
+        """(bytes whose sha1 is `sha`, "") or (None, what went wrong) - one try of each source."""
+        problems: list[str] = []
+        try:
+            text: str | None = self.box.call_text("get_file_content", {"file_id": file_id})
+        except BoxToolError as e:
+            if e.status == 404:
+                self._listings.clear()
+                raise NotFound(f"{path} not found in the workspace") from None
+            text = None
+            problems.append(f"no text representation: {e}")
+        if text is not None:
+            if representation_pending(text):
+                problems.append("the text representation is still being generated")
+            else:
+                data = text.encode("utf-8")
+                if sha and _sha1(data) == sha:
+                    return data, ""
+                problems.append("the text representation is not byte-exact")
+        if not self.has_tool("get_download_url"):
+            problems.append("the server has no get_download_url to fetch the bytes")
+            return None, "; ".join(problems)
+        try:
+            data = b"".join(self._download(path, file_id))
+        except NotFound as e:
+            problems.append(str(e))
+        except BoxToolError as e:
+            problems.append(f"download failed: {e}")
+        else:
+            if not sha or _sha1(data) == sha:  # the bytes themselves (no sha1 to check: not cached)
+                return data, ""
+            problems.append("the downloaded bytes do not match the sha1 either")
+        return None, "; ".join(problems)
 
     def read_chunks(self, path: str, chunk_size: int = MIB) -> Iterator[bytes]:
         """The file's bytes, streamed from a short-lived download URL (companions hash binaries)."""
@@ -751,8 +918,10 @@ class CloudStore:
         return self._ensure_folder(path)
 
     def move(self, src: str, dst: str) -> None:
-        """Move a file (`move_file`). A folder is moved file by file into a new tree: Box MCP has
-        no folder move and no delete tool, so the emptied source folders stay behind."""
+        """Move a file (`move_file`) or a folder (`move_folder`, one call with everything in it,
+        where the server offers it: DOC2/CAT in CONNECTORS.md). Without `move_folder` a folder is
+        moved file by file into a new tree, and as Box MCP has no delete tool the emptied source
+        folders stay behind."""
         src, dst = clean_path(src), clean_path(dst)
         item = self._item(src)
         if item is None:
@@ -760,7 +929,10 @@ class CloudStore:
         if self.exists(dst):
             raise AlreadyExists(f"{dst} already exists")
         if _is_folder(item):
-            self._move_tree(src, dst)
+            if self.has_tool("move_folder"):
+                self._move_folder(src, dst, item)
+            else:
+                self._move_tree(src, dst)
             return
         sparent, _ = _split(src)
         dparent, dname = _split(dst)
@@ -781,6 +953,33 @@ class CloudStore:
             obj = {**item, **obj, "name": dname}
         self._remember(dpid, obj, dname)
 
+    def _move_folder(self, src: str, dst: str, item: dict[str, Any]) -> None:
+        sparent, _ = _split(src)
+        dparent, dname = _split(dst)
+        spid = self.folder_id(sparent)
+        dpid = self._ensure_folder(dparent)
+        try:
+            payload = self.call(
+                "move_folder", {"folder_id": str(item["id"]), "parent_folder_id": dpid, "name": dname}
+            )
+        except BoxToolError as e:
+            if e.status == 409:
+                raise AlreadyExists(f"{dst} already exists") from None
+            raise
+        if spid is not None and spid in self._listings:
+            self._listings[spid].pop(str(item.get("name")), None)
+        # Ids are kept by a move: re-key the cached paths under the folder to their new place.
+        moved = {p: fid for p, fid in self._paths.items() if p == src or p.startswith(src + "/")}
+        for p in moved:
+            self._paths.pop(p, None)
+        for p, fid in moved.items():
+            self._paths[dst + p[len(src) :]] = fid
+        if self._logical is not None:
+            for p in [p for p in self._logical if p == src or p.startswith(src + "/")]:
+                self._logical.pop(p)
+        obj = _as_object(payload)
+        self._remember(dpid, {**item, **obj, "name": dname} if obj is not None else None, dname)
+
     def _move_tree(self, src: str, dst: str) -> None:
         self._ensure_folder(dst)
         for name, child in sorted((self._items(src) or {}).items()):
@@ -788,6 +987,22 @@ class CloudStore:
                 self._move_tree(join(src, name), join(dst, name))
             else:
                 self.move(join(src, name), join(dst, name))
+
+    def lock_name(self) -> str:
+        """The lease file's name: the plugins' `_box-memory.lock`, or the recorded fallback."""
+        if self.lock_name_used:
+            return self.lock_name_used
+        name = self._config_data().get("lock_name")
+        return FALLBACK_LOCK_NAME if name == FALLBACK_LOCK_NAME else LOCK_NAME
+
+    def record_lock_name(self, name: str) -> None:
+        """Remember (in the config, under the lock) that this workspace's lease uses `name`."""
+        self.lock_name_used = name
+        cfg = self._config_data()
+        if cfg and cfg.get("lock_name") != name:
+            self.write_bytes(
+                CONFIG_NAME, orjson.dumps({**cfg, "lock_name": name}, option=orjson.OPT_INDENT_2)
+            )
 
     # -- config bookkeeping -----------------------------------------------------------------
 
@@ -808,6 +1023,9 @@ class CloudStore:
             return data
         teams = [str(t) for t in cfg.get("teams") or [] if isinstance(t, str)]
         added = False
+        if self.lock_name_used and cfg.get("lock_name") != self.lock_name_used:
+            cfg["lock_name"] = self.lock_name_used  # a config written from older data keeps it
+            added = True
         if "root" not in ids:
             ids["root"] = self.root_id
             added = True
@@ -942,6 +1160,7 @@ class Lease:
         from box_memory.store.local import lock_settings
 
         self.store = store
+        self.name = store.lock_name()
         self.token = secrets.token_hex(8)
         self.body: dict[str, Any] = {
             "writer": writer,
@@ -968,7 +1187,7 @@ class Lease:
         """(seconds since the holder last renewed, its body); inf for a released lock."""
         body: dict[str, Any] = {}
         with contextlib.suppress(BoxMemoryError, orjson.JSONDecodeError):
-            parsed = orjson.loads(self.store._content(LOCK_NAME, item))
+            parsed = orjson.loads(self.store._content(self.name, item))
             body = parsed if isinstance(parsed, dict) else {}
         if body.get("released_at") or body.get("state") == "released":
             return math.inf, body
@@ -997,20 +1216,25 @@ class Lease:
         holder: dict[str, Any] = {}
         while True:
             st.drop_listings()
-            item = st._find(st._list(st.root_id), LOCK_NAME)
+            item = st._find(st._list(st.root_id), self.name)
             data = self._bytes()
             if item is None:
                 try:
-                    obj = st._upload_new(st.root_id, LOCK_NAME, data, LOCK_NAME)
+                    obj = st._upload_new(st.root_id, self.name, data, self.name)
                     self.file_id, self.sha1 = str(obj["id"]), _sha1(data)
                     break  # upload_file is create-or-fail: nobody else holds it
                 except AlreadyExists:
                     pass
+                except WriteRefused as e:
+                    if e.rule != "file_type" or self.name != LOCK_NAME:
+                        raise
+                    self.name = FALLBACK_LOCK_NAME  # Box refuses `.lock`: the documented fallback
+                    continue
             else:
                 age, holder = self._holder(item)
                 if age >= self.stale_after:
                     started = time.monotonic()
-                    st._upload_version(st.root_id, str(item["id"]), LOCK_NAME, data, LOCK_NAME)
+                    st._upload_version(st.root_id, str(item["id"]), self.name, data, self.name)
                     rtt = time.monotonic() - started
                     self.file_id, self.sha1 = str(item["id"]), _sha1(data)
                     # Anyone who saw the lock free uploads within about one round trip of us;
@@ -1029,6 +1253,8 @@ class Lease:
                 )
             time.sleep(delay + secrets.randbelow(50) / 1000)
             delay = min(delay * 2, 1.0)
+        if self.name != LOCK_NAME:
+            st.record_lock_name(self.name)
         self._renewer = threading.Thread(target=self._renew_loop, daemon=True, name="box-memory-lease")
         self._renewer.start()
 
@@ -1064,7 +1290,7 @@ class Lease:
                 data = self._bytes()
                 st = self.store
                 assert self.file_id is not None
-                st._upload_version(st.root_id, self.file_id, LOCK_NAME, data, LOCK_NAME)
+                st._upload_version(st.root_id, self.file_id, self.name, data, self.name)
             except BoxMemoryError as e:
                 self.store.warnings.append(
                     f"could not release the workspace lock ({e}); other writers take it over after "
@@ -1091,7 +1317,10 @@ def detect_tier(box: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     ai_tools = any(box.has_tool(t) for t in ("ai_qa_single_file", "ai_qa_multi_file"))
     templates_ok = False
     template: dict[str, Any] | None = None
-    if enterprise and box.has_tool("list_metadata_templates"):
+    # who_am_i may answer Box's mini user (no `enterprise`): then the catalogue decides, and
+    # listing the enterprise's templates (read-only, harmless) is the probe - it only succeeds
+    # for a user in an enterprise whose plan has custom metadata templates.
+    if (enterprise or "enterprise" not in me) and box.has_tool("list_metadata_templates"):
         try:
             payload = box.call("list_metadata_templates", {"scope": TEMPLATE_SCOPE})
             templates_ok = True
@@ -1111,12 +1340,12 @@ def detect_tier(box: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
         "box_hubs": False,
         "compliance": [],
     }
-    if not enterprise:
-        tier = "personal"
-    elif templates_ok:
+    if templates_ok:
         tier = "enterprise_plus" if ai_tools else "enterprise"
-    else:
+    elif enterprise:
         tier = "business"
+    else:
+        tier = "personal"  # no enterprise said, and no enterprise templates to list
     return tier, caps, template
 
 

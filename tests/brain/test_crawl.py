@@ -108,7 +108,8 @@ def f(n: int) -> dict:
 
 
 def test_exactly_reaching_the_cap_with_nothing_left_is_complete():
-    lister = FakeLister({("0", None, 0): Page([f(1), f(2)], next_marker=None)})
+    # A full page without paging fields is not the end: the empty page after it proves it.
+    lister = FakeLister({("0", None, 0): Page([f(1), f(2)], next_marker=None), ("0", None, 2): Page([])})
     result = crawl(lister, "0", cap=2)
     assert result.complete is True
     assert [x.id for x in result.files] == ["1", "2"]
@@ -145,3 +146,41 @@ def test_a_file_listed_twice_is_imported_once_and_unsafe_links_are_replaced():
     assert [x.id for x in result.files] == ["7", "8"]
     assert result.files[0].url == "https://app.box.com/file/7"
     assert result.files[1].url == "https://acme.app.box.com/s/abc"
+
+
+def test_a_listing_without_paging_fields_is_paged_by_offset_until_a_short_page(cli, emu, box):
+    emu.configure(paging="none")
+    for n in range(230):  # pages of 100, 100, 30: the server never says there is more
+        put(box, f"many/f{n:03d}.txt", "x\n")
+    run = sync(cli, "--folder-id", folder_id(emu, "many"), "--max-items", "1000", "--no-content")
+    assert run["status"] == "completed" and run["complete"] is True
+    assert run["counts"]["indexed"] == 230
+    offsets = [c.arguments.get("offset", 0) for c in tool_calls(emu, "list_folder_content_by_folder_id")]
+    assert offsets == [0, 100, 200]
+
+
+@pytest.mark.parametrize("skew", [-30, 30])
+def test_a_wrong_total_count_makes_the_crawl_partial_and_deletes_nothing(cli, emu, box, skew):
+    emu.configure(paging="offset")
+    for n in range(250):
+        put(box, f"many/f{n:03d}.txt", "x\n")
+    many = folder_id(emu, "many")
+    assert sync(cli, "--folder-id", many, "--max-items", "1000", "--no-content")["complete"] is True
+    (box / "many" / "f000.txt").unlink()
+    emu.configure(total_skew=skew)
+    run = sync(cli, "--folder-id", many)
+    assert run["status"] == "partial" and run["complete"] is False
+    assert any("total" in r for r in run["incomplete_reasons"]), run["incomplete_reasons"]
+    assert run["counts"]["deleted"] == 0
+    assert len(items()) == 250
+
+
+def test_short_pages_before_the_end_are_followed_in_both_paging_styles(cli, emu, box):
+    for n in range(120):
+        put(box, f"many/f{n:03d}.txt", "x\n")
+    many = folder_id(emu, "many")
+    for paging in ("marker", "offset"):
+        emu.configure(paging=paging, short_pages=True)
+        run = sync(cli, "--folder-id", many, "--max-items", "1000", "--no-content")
+        assert run["complete"] is True, (paging, run["incomplete_reasons"])
+        assert run["counts"]["indexed"] + run["counts"]["unchanged"] == 120

@@ -43,6 +43,16 @@ DEFAULTS: dict[str, Any] = {
     "hidden_tools": (),
     "search_lag_s": 0,
     "retry_after_s": 0,
+    "total_skew": 0,
+    "short_pages": False,
+    "page_cap": 0,
+    "ignore_offset": False,
+    "content_pending": 0,
+    "content_inexact": False,
+    "user": "full",
+    "upload_text_only": False,
+    "shared_links": (),
+    "external_collaborators": (),
 }
 
 
