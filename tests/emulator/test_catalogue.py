@@ -28,6 +28,7 @@ EXPECTED = {
     "upload_file_version",
     "create_folder",
     "move_file",
+    "move_folder",
     "update_file_properties",
     "set_file_metadata",
     "create_metadata_template",
