@@ -25,6 +25,7 @@ companion when that sits in a files folder, else in its scope's `files/` folder.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
@@ -90,6 +91,21 @@ def digest_chunks(chunks: Iterable[bytes | bytearray | memoryview]) -> Digest:
     return Digest(sha256.hexdigest(), sha1.hexdigest(), size, head)
 
 
+def _counted(ws: Workspace, path: str, chunks: Iterator[Any]) -> Iterator[Any]:
+    """The chunks as they are hashed, on a progress bar (drawn only for a hash that takes > ~1 s)."""
+    from box_memory.progress import task
+
+    root = _local_root(ws)
+    total = None
+    if root is not None:
+        with contextlib.suppress(OSError, InvalidInput):
+            total = (_contained(root, path)).stat().st_size / 2**20
+    with task(f"Hashing {path}", total, "MiB") as bar:
+        for chunk in chunks:
+            yield chunk
+            bar.advance(len(chunk) / 2**20)
+
+
 def _local_root(ws: Workspace) -> Path | None:
     root = getattr(ws.store, "root", None)
     return Path(root) if ws.store.kind == "local" and isinstance(root, (str, Path)) else None
@@ -132,7 +148,7 @@ def binary_chunks(ws: Workspace, path: str, chunk_size: int = CHUNK_SIZE) -> Ite
 
 def hash_binary(ws: Workspace, path: str) -> Digest:
     try:
-        return digest_chunks(binary_chunks(ws, path))
+        return digest_chunks(_counted(ws, path, binary_chunks(ws, path)))
     except FileNotFoundError:
         raise NotFound(f"{path} does not exist") from None
     except IsADirectoryError:

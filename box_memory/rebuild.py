@@ -37,6 +37,7 @@ from box_memory.index import (
     save_index,
 )
 from box_memory.model import INDEX_MAPS, index_entry, now_iso
+from box_memory.progress import each
 from box_memory.store.base import AlreadyExists, Entry, join, listing_incomplete
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
@@ -206,7 +207,7 @@ def scan(
         old_by_name.setdefault(str(prev.get("filename")), prev)
 
     fresh: list[dict[str, Any]] = []
-    for ent in sorted(listing, key=lambda x: x.name):
+    for ent in each(sorted(listing, key=lambda x: x.name), f"Reading {folder}/", "files"):
         if ent.is_dir or not is_memory_file(ent.name):
             continue
         path = join(folder, ent.name)

@@ -27,11 +27,12 @@ import orjson
 
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound
 from box_memory.model import HIDDEN_STATUSES, parse_time
+from box_memory.progress import task
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
 SCHEMA_VERSION = "8"
-BATCH = 2000  # memory files read and inserted per statement batch
+BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -323,8 +324,10 @@ class RecallCache:
         team = ws.folder_team(folder)
         self.unreadable = []
         self._unread: list[str] = []
-        for start in range(0, len(todo), BATCH):
-            self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
+        with task(f"Recall cache: {folder}/", total=len(todo), unit="memories") as bar:
+            for start in range(0, len(todo), BATCH):
+                self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
+                bar.advance(len(todo[start : start + BATCH]))
         warnings += [f"{msg} (recall uses its index entry only)" for msg in self.unreadable]
         self.stats.reread_files += len(todo)
         if self._unread:  # not cached: the folder is read again next time
@@ -422,6 +425,7 @@ class RecallCache:
         """
         ws, db = self.ws, self.conn
         done = 0
+        self.unreadable, self._unread = [], []
         db.execute("BEGIN IMMEDIATE")
         try:
             rows = self._folder_rows()
@@ -444,6 +448,8 @@ class RecallCache:
                         file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
                     rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
                     self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)], rid)
+                    if self.unreadable or self._unread:  # warned about on a refresh: leave it to one
+                        raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
                 db.execute("UPDATE folders SET index_sig = ?, dir_sig = ? WHERE folder = ?", (*sigs, folder))
                 done += 1

@@ -135,7 +135,10 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
 
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     """Run a library call, render its outcome, exit with the mapped code."""
+    from box_memory import progress
+
     started = time.perf_counter()
+    progress.allow(progress.allowed_for(opts.json, opts.quiet))
     try:
         outcome = fn()
     except BoxMemoryError as e:

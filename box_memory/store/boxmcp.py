@@ -92,6 +92,7 @@ _FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
 _SCOPE_FOLDERS = ("memories", "files", "companions")
 MIB = 1024 * 1024
 PREFETCH_CONCURRENCY = 4
+PREFETCH_WAVE = 64  # files fetched per wave of concurrent calls (progress is counted per wave)
 
 TEMPLATE_FIELDS: list[dict[str, Any]] = [
     {"type": "string", "key": "memoryId", "displayName": "Memory ID"},
@@ -584,9 +585,15 @@ class CloudStore:
                 todo[str(item["id"])] = sha
         if len(todo) < 2:
             return 0
-        results = self.box.call_many(
-            [("get_file_content", {"file_id": fid}) for fid in todo], concurrency=PREFETCH_CONCURRENCY
-        )
+        from box_memory.progress import task
+
+        ids, results = list(todo), []
+        with task("Reading memories from Box", total=len(ids), unit="files") as bar:
+            for start in range(0, len(ids), PREFETCH_WAVE):  # waves, so that progress can be shown
+                wave = ids[start : start + PREFETCH_WAVE]
+                calls = [("get_file_content", {"file_id": fid}) for fid in wave]
+                results += self.box.call_many(calls, concurrency=PREFETCH_CONCURRENCY)
+                bar.advance(len(wave))
         fetched = 0
         for (fid, sha), res in zip(todo.items(), results, strict=True):
             text = _envelope_text(res)
