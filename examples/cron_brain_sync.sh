@@ -18,10 +18,10 @@ Receipts are required above 25 EUR. Expense reports are due monthly, on the firs
 DOC
 
 $BM init demo --path "$DIR/workspace" -q
-echo "The crontab line (every 15 minutes; runs each configured source when it is due):"
-echo "  */15 * * * * $BM brain-sync --if-due --quiet"
-echo
 $BM brain-sync --path "$DIR/policies" --interval 60
+echo "== the crontab line (every 15 minutes; each configured source runs when it is due) =="
+echo "   absolute command and the environment this run used; add it with: crontab -e"
+$BM brain-sync --print-cron
 echo "== a second run right away is not due =="
 $BM brain-sync --if-due
 echo "== recall cites the imported documents =="

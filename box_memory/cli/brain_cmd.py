@@ -87,6 +87,13 @@ def brain_sync_cmd(
         int | None, typer.Option("--interval", help="Minutes between runs for --if-due (default 60; saved).")
     ] = None,
     if_due: Annotated[bool, typer.Option("--if-due", help="Run only when the interval has passed.")] = False,
+    print_cron: Annotated[
+        bool,
+        typer.Option(
+            "--print-cron",
+            help="Print a crontab line for this sync (absolute command, its environment); sync nothing.",
+        ),
+    ] = False,
     content: Annotated[
         bool | None, typer.Option("--content/--no-content", help="Import document text (default on; saved).")
     ] = None,
@@ -110,6 +117,8 @@ def brain_sync_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
+        if print_cron:
+            return _cron_outcome(folder_id, path, workspace)
         from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
 
         bar = _Bar() if (sys.stderr.isatty() and not json_ and not quiet) else None
@@ -157,6 +166,21 @@ def brain_sync_cmd(
         )
 
     run("brain-sync", o, go)
+
+
+def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | None) -> Outcome:
+    from box_memory.brain.cron import cron_line
+
+    args: list[str] = []
+    if folder_id is not None:
+        args += ["--folder-id", folder_id]
+    if path is not None:
+        args += ["--path", str(path.expanduser().resolve())]
+    if workspace is not None:
+        local = not workspace.startswith("box:")
+        args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
+    data = cron_line(args)
+    return Outcome(data, [data["line"]], warnings=data.pop("warnings"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""The crontab line for brain-sync: cron runs commands with an almost empty environment and a
+bare PATH, so the line names the running executable by absolute path and sets every variable
+the run depends on here (where box-memory keeps its config, store and credentials)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+SCHEDULE = "*/15 * * * *"
+# Variables that decide where the config, Brain store and credentials are, or which Box endpoint
+# and workspace a run uses. Secrets are never written into a crontab.
+PASSED = (
+    "BOX_MEMORY_HOME",
+    "BOX_MEMORY_WORKSPACE",
+    "BOX_MCP_URL",
+    "BOX_CLIENT_ID",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+)
+SECRETS = ("BOX_ACCESS_TOKEN", "BOX_CLIENT_SECRET")
+
+
+def executable() -> list[str]:
+    """How this process was started, as an absolute command: the console script when that is
+    what runs, else this interpreter with `-m box_memory`."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == "box-memory" and os.access(argv0, os.X_OK):
+        return [str(argv0.absolute())]
+    # absolute(), not resolve(): a venv's python is a symlink that must stay the venv's.
+    return [str(Path(sys.executable).absolute()), "-m", "box_memory"]
+
+
+def cron_line(args: list[str], schedule: str = SCHEDULE) -> dict[str, Any]:
+    env: dict[str, str] = {}
+    if not os.environ.get("BOX_MEMORY_HOME") and os.environ.get("HOME"):
+        env["HOME"] = os.environ["HOME"]  # platformdirs resolves the user dirs from it
+    for name in PASSED:
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    if env.get("BOX_MEMORY_HOME"):
+        env["BOX_MEMORY_HOME"] = str(Path(env["BOX_MEMORY_HOME"]).expanduser().absolute())
+    command = [*executable(), "brain-sync", *args, "--if-due", "--quiet"]
+    text = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *map(shlex.quote, command)])
+    warnings = [
+        f"{name} is set here but left out of the line (a secret never goes in a crontab); store "
+        "the credential with `box-memory auth token --token-stdin` or `auth login` so cron finds it"
+        for name in SECRETS
+        if os.environ.get(name)
+    ]
+    # `%` ends a crontab command (the rest becomes stdin): escape it.
+    return {
+        "schedule": schedule,
+        "command": command,
+        "env": env,
+        "line": f"{schedule} {text.replace('%', chr(92) + '%')}",
+        "warnings": warnings,
+    }
