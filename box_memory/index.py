@@ -78,6 +78,7 @@ class FolderIndex:
     existed: bool = True
     _appended: list[dict[str, Any]] = field(default_factory=list, repr=False)
     _dirty: bool = field(default=False, repr=False)
+    _ids: tuple[list[dict[str, Any]], int, set[str]] | None = field(default=None, repr=False)
 
     @property
     def entries(self) -> list[dict[str, Any]]:
@@ -105,6 +106,8 @@ class FolderIndex:
             and self.entries[pos_map].get("id") == entry["id"]
         ):
             pos: int | None = pos_map
+        elif not self._has_id(entry["id"]):
+            pos = None
         else:
             pos = next((i for i, e in enumerate(self.entries) if e.get("id") == entry["id"]), None)
         if pos is not None:
@@ -113,6 +116,17 @@ class FolderIndex:
         else:
             self.entries.append(entry)
             self._appended.append(entry)
+            if self._ids is not None and self._ids[0] is self.entries:
+                self._ids[2].add(entry["id"])
+                self._ids = (self.entries, len(self.entries), self._ids[2])
+
+    def _has_id(self, mem_id: str) -> bool:
+        """Whether an entry has this id: a set built once per entries list (a batch of new
+        memories then costs no scan of every entry per write)."""
+        entries = self.entries
+        if self._ids is None or self._ids[0] is not entries or self._ids[1] != len(entries):
+            self._ids = (entries, len(entries), {str(e.get("id")) for e in entries})
+        return mem_id in self._ids[2]
 
     def remove(self, mem_id: str) -> None:
         self.data["entries"] = [e for e in self.entries if e.get("id") != mem_id]

@@ -271,6 +271,7 @@ def commit_memory(
     *,
     old: Supersede | None = None,
     rename: Callable[[dict[str, Any]], str] | None = None,
+    save: bool = True,
 ) -> Committed:
     """The commit step every memory write shares (memories, companions); the caller holds the lock.
 
@@ -293,7 +294,8 @@ def commit_memory(
         old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
     from box_memory.recall_cache import after_write, before_write
 
-    before = before_write(ws, changed)  # the recall cache is updated for this write at the end
+    # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
+    before = before_write(ws, changed) if save else {}
     path = join(folder, filename)
     data = frontmatter.render(meta, body).encode("utf-8")
     # Crash safety: every step below leaves each file whole, old or new. The new memory exists
@@ -340,6 +342,8 @@ def commit_memory(
                 size_bytes=len(old_raw),
             )
         )
+    if not save:  # a batch (write_many) saves its indexes itself
+        return Committed(path, filename, file_id)
     for folder_idx in changed.values():
         save_index(ws, folder_idx)
         crash_point("write:index-saved")
@@ -350,8 +354,28 @@ def commit_memory(
     return Committed(path, filename, file_id)
 
 
-def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
-    """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
+@dataclass
+class Prepared:
+    """A write request after validation, before the lock (what `write` and `import` share).
+
+    `title` may be empty and `kind` None when the request supersedes a memory: both are then
+    inherited from it under the lock, as are tags, related and the team folder."""
+
+    req: WriteRequest
+    content: str
+    title: str
+    kind: str | None
+    status: str
+    tags: list[str]
+    related: list[str]
+    sources: list[dict[str, Any]]
+    confidence: float | None
+    team: str | None
+    folder: str  # the folder it goes to unless the superseded memory's team decides otherwise
+
+
+def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
+    """Every check a write makes before touching the workspace; raises InvalidInput and kin."""
     content = check_content(req.content)
     given, content = split_input(content)
     if given:
@@ -369,119 +393,241 @@ def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
     team = ws.require_team(req.team)
     if req.supersedes is not None and not is_memory_id(req.supersedes):
         raise InvalidInput(f"--supersedes needs a memory id (mem_...), got {req.supersedes!r}")
+    folder = ws.memories_folder(team)
+    return Prepared(req, content, title, kind, status, tags, related, sources, confidence, team, folder)
 
-    with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
-        warnings: list[str] = []
-        old: Supersede | None = None
-        inherited: list[str] = []
-        kind_changed_from: str | None = None
-        if req.supersedes:
-            found = _find_by_id(load_all(ws), req.supersedes)
-            if found is None:
-                raise NotFound(f"memory {req.supersedes} (to supersede) not found")
-            old = Supersede(found, check_supersedable(read_memory(ws, found.path)))
-            # A replacement keeps what it replaces unless the caller says otherwise.
-            prev = old.mem
-            if not title:
-                title = validate_title(prev.title)
-                inherited.append("title")
-            if kind is None and prev.kind in KINDS:
-                kind = prev.kind
-                inherited.append("kind")
-            elif kind is not None and prev.kind and kind != prev.kind:
-                kind_changed_from = prev.kind
-            if not tags and prev.tags:
-                tags = list(prev.tags)
-                inherited.append("tags")
-            prev_related = prev.meta.get("related") or []
-            if not related and prev_related:
-                as_list = prev_related if isinstance(prev_related, list) else [prev_related]
-                related = [str(r) for r in as_list]
-                inherited.append("related")
-            if req.team is None and found.folder.startswith("teams/"):
-                team = ws.require_team(found.folder.split("/")[1])
-                inherited.append("team")
-        if kind is None:
-            kind = infer_kind(content)
-        folder = ws.memories_folder(team)
-        idx = load_for_write(ws, folder, warnings)
-        if old is not None and old.located.folder == folder:
-            old.located = _find_by_id([idx], old.mem.id) or old.located
 
-        base = slugify(title)
+@dataclass
+class FolderSlots:
+    """Slugs taken in one folder (index entries and files on disk) and entries by slug.
+
+    Built once per folder under the lock; a batch keeps it current as it writes, so each write
+    does not re-list the folder or scan every entry.
+    """
+
+    taken: set[str]
+    by_slug: dict[str, dict[str, Any]]
+
+    @classmethod
+    def scan(cls, ws: Workspace, idx: FolderIndex) -> FolderSlots:
         taken = {str(e.get("slug")) for e in idx.entries}
         taken |= {
             name.split("__", 1)[1][:-3]
-            for name in ws.store.list_names(folder)
+            for name in ws.store.list_names(idx.folder)
             if "__" in name and name.endswith(".md")
         }
-        same = next((e for e in idx.entries if e.get("slug") == base), None)
-        if (
-            same is not None
-            and str(same.get("title", "")).casefold() == title.casefold()
-            and not req.new_slug
-            and not (req.supersedes and same.get("id") == req.supersedes)
-            and same.get("status") not in ("superseded", "archived")
-        ):
-            raise DuplicateMemory(
-                f"a memory titled {title!r} already exists ({same.get('id')}); "
-                "pass --supersedes ID to replace it or --new-slug to keep both"
-            )
-        slug = next_free_slug(base, taken)
+        by_slug: dict[str, dict[str, Any]] = {}
+        for e in idx.entries:
+            by_slug.setdefault(str(e.get("slug")), e)
+        return cls(taken, by_slug)
 
-        mem_id = new_id()
-        now = now_iso()
-        meta: dict[str, Any] = {
-            "id": mem_id,
-            "slug": slug,
-            "title": title,
-            "kind": kind,
-            "status": status,
-            "team": ws.team_of(team),
-            "created_at": now,
-            "updated_at": now,
-        }
-        if req.agent:
-            meta["agent"] = req.agent
-        if confidence is not None:
-            meta["confidence"] = confidence
-        if tags:
-            meta["tags"] = tags
-        if related:
-            meta["related"] = related
-        if req.links:
-            meta["links"] = req.links
-        if sources:
-            meta["sources"] = sources
-        if req.supersedes:
-            meta["supersedes"] = [req.supersedes]
-        meta.update(req.extra_meta)
 
-        def next_name(m: dict[str, Any]) -> str:
-            # A file not yet in the index has that name: take the next suffix, never overwrite.
-            taken.add(str(m["slug"]))
-            m["slug"] = next_free_slug(base, taken)
-            return memory_filename(kind, m["slug"])
+OpenIndexes = dict[str, tuple[FolderIndex, FolderSlots]]
 
-        body = render_body(title, content)
-        done = commit_memory(ws, idx, meta, body, memory_filename(kind, slug), old=old, rename=next_name)
-        slug, path, file_id = str(meta["slug"]), done.path, done.file_id
 
+def _commit_prepared(
+    ws: Workspace,
+    p: Prepared,
+    open_idx: OpenIndexes,
+    warnings: list[str],
+    *,
+    save: bool = True,
+) -> dict[str, Any]:
+    """The locked half of a write: supersede lookup and inheritance, duplicate check, slug, file,
+    index entry. `open_idx` holds the folder indexes already loaded under this lock (a batch
+    keeps them between writes; a single write starts with none)."""
+    req, title, kind, tags, related, team = p.req, p.title, p.kind, list(p.tags), list(p.related), p.team
+    old: Supersede | None = None
+    inherited: list[str] = []
+    kind_changed_from: str | None = None
+    if req.supersedes:
+        found = next(
+            (hit for i, _ in open_idx.values() if (hit := _find_by_id([i], req.supersedes)) is not None), None
+        ) or _find_by_id([i for i in load_all(ws) if i.folder not in open_idx], req.supersedes)
+        if found is None:
+            raise NotFound(f"memory {req.supersedes} (to supersede) not found")
+        old = Supersede(found, check_supersedable(read_memory(ws, found.path)))
+        # A replacement keeps what it replaces unless the caller says otherwise.
+        prev = old.mem
+        if not title:
+            title = validate_title(prev.title)
+            inherited.append("title")
+        if kind is None and prev.kind in KINDS:
+            kind = prev.kind
+            inherited.append("kind")
+        elif kind is not None and prev.kind and kind != prev.kind:
+            kind_changed_from = prev.kind
+        if not tags and prev.tags:
+            tags = list(prev.tags)
+            inherited.append("tags")
+        prev_related = prev.meta.get("related") or []
+        if not related and prev_related:
+            as_list = prev_related if isinstance(prev_related, list) else [prev_related]
+            related = [str(r) for r in as_list]
+            inherited.append("related")
+        if req.team is None and found.folder.startswith("teams/"):
+            team = ws.require_team(found.folder.split("/")[1])
+            inherited.append("team")
+    if kind is None:
+        kind = infer_kind(p.content)
+    folder = ws.memories_folder(team)
+    if folder not in open_idx:
+        loaded = load_for_write(ws, folder, warnings)
+        open_idx[folder] = (loaded, FolderSlots.scan(ws, loaded))
+    idx, slots = open_idx[folder]
+    if old is not None and old.located.folder == folder:
+        old.located = _find_by_id([idx], old.mem.id) or old.located
+
+    base = slugify(title)
+    taken = slots.taken
+    same = slots.by_slug.get(base)
+    if (
+        same is not None
+        and str(same.get("title", "")).casefold() == title.casefold()
+        and not req.new_slug
+        and not (req.supersedes and same.get("id") == req.supersedes)
+        and same.get("status") not in ("superseded", "archived")
+    ):
+        raise DuplicateMemory(
+            f"a memory titled {title!r} already exists ({same.get('id')}); "
+            "pass --supersedes ID to replace it or --new-slug to keep both"
+        )
+    slug = next_free_slug(base, taken)
+
+    now = now_iso()
+    meta: dict[str, Any] = {
+        "id": new_id(),
+        "slug": slug,
+        "title": title,
+        "kind": kind,
+        "status": p.status,
+        "team": ws.team_of(team),
+        "created_at": now,
+        "updated_at": now,
+    }
+    if req.agent:
+        meta["agent"] = req.agent
+    if p.confidence is not None:
+        meta["confidence"] = p.confidence
+    if tags:
+        meta["tags"] = tags
+    if related:
+        meta["related"] = related
+    if req.links:
+        meta["links"] = req.links
+    if p.sources:
+        meta["sources"] = p.sources
+    if req.supersedes:
+        meta["supersedes"] = [req.supersedes]
+    meta.update(req.extra_meta)
+    mem_id = str(meta["id"])
+    final_kind = kind
+
+    def next_name(m: dict[str, Any]) -> str:
+        # A file not yet in the index has that name: take the next suffix, never overwrite.
+        taken.add(str(m["slug"]))
+        m["slug"] = next_free_slug(base, taken)
+        return memory_filename(final_kind, m["slug"])
+
+    body = render_body(title, p.content)
+    # A batch defers index saves, except when the superseded memory sits in another folder.
+    save = save or (old is not None and old.located.folder != folder)
+    done = commit_memory(
+        ws, idx, meta, body, memory_filename(kind, slug), old=old, rename=next_name, save=save
+    )
+    slug = str(meta["slug"])
+    taken.add(slug)
+    if idx.entries and idx.entries[-1].get("id") == mem_id:
+        slots.by_slug.setdefault(slug, idx.entries[-1])
+    if old is not None and old.located.folder == folder:
+        entry = idx.get(old.mem.id)
+        if entry is not None and slots.by_slug.get(old.mem.slug, {}).get("id") == old.mem.id:
+            slots.by_slug[old.mem.slug] = entry
     return {
         "id": mem_id,
         "slug": slug,
         "title": title,
         "kind": kind,
-        "status": status,
+        "status": str(meta["status"]),
         "team": ws.team_of(team),
-        "file": path,
+        "file": done.path,
         "folder": folder + "/",
-        "file_id": file_id,
+        "file_id": done.file_id,
         "supersedes": req.supersedes,
         **({"inherited": inherited} if inherited else {}),
         **({"kind_changed_from": kind_changed_from} if kind_changed_from else {}),
         "warnings": warnings,
     }
+
+
+def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
+    """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
+    p = prepare_write(ws, req)
+    with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
+        return _commit_prepared(ws, p, {}, [])
+
+
+BATCH_SAVE_EVERY = 2000  # a long batch saves its indexes this often (index-rebuild covers a crash)
+
+
+def write_many(
+    ws: Workspace,
+    items: list[Prepared],
+    *,
+    writer: str = "box-memory",
+    skill: str = "import",
+    on_item: Callable[[int, dict[str, Any] | None, BoxMemoryError | None], None] | None = None,
+) -> list[str]:
+    """Write prepared requests in order under one lock: the same commit as `write_memory`, but
+    each folder index is loaded once and saved every BATCH_SAVE_EVERY writes and at the end
+    (rollup likewise). `on_item(i, result, error)` is told of each; an item's error skips only
+    that item. Returns the batch's warnings."""
+    import contextlib
+
+    warnings: list[str] = []
+    if not items:
+        return warnings
+    batch = getattr(ws.store, "batch", None)  # local store: one sync per checkpoint, not 2 per file
+    with ws.store.lock(writer=writer, skill=skill), batch() if batch else contextlib.nullcontext():
+        open_idx: OpenIndexes = {}
+        pending = 0
+
+        def flush() -> None:
+            checkpoint = getattr(ws.store, "checkpoint", None)
+            if checkpoint is not None:
+                checkpoint()  # the files first, then the indexes that list them
+            for folder_idx, _ in open_idx.values():
+                save_index(ws, folder_idx)
+            if open_idx and not rollup_may_lag(ws):
+                refresh_rollup(ws, {f: i for f, (i, _) in open_idx.items()})
+
+        try:
+            for i, p in enumerate(items):
+                save_now = False
+                if p.req.supersedes:
+                    # The superseded memory decides the folder (its team) unless one is given; when
+                    # it is not in that folder's open index, write this one as a plain write does.
+                    holder = next((f for f, (x, _) in open_idx.items() if x.get(p.req.supersedes)), None)
+                    target = holder if holder is not None and p.req.team is None else p.folder
+                    if holder is None or holder != target:
+                        flush()
+                        open_idx = {}
+                        save_now = True
+                try:
+                    res = _commit_prepared(ws, p, open_idx, warnings, save=save_now)
+                except BoxMemoryError as e:
+                    if on_item is not None:
+                        on_item(i, None, e)
+                    continue
+                pending += 1
+                if on_item is not None:
+                    on_item(i, res, None)
+                if pending >= BATCH_SAVE_EVERY:
+                    flush()
+                    pending = 0
+        finally:
+            flush()
+    return warnings
 
 
 # --- lookup ---------------------------------------------------------------------------------

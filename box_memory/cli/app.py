@@ -34,6 +34,8 @@ COMMAND_MODULES: dict[str, str] = {
     "brain-sync": "brain_cmd",
     "brain": "brain_cmd",
     "serve": "serve_cmd",
+    "import": "transfer_cmds",
+    "export": "transfer_cmds",
 }
 
 

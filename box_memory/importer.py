@@ -1,0 +1,810 @@
+"""`box-memory import`: bring memories in from the tools people already use.
+
+Formats (each reader yields `SourceItem`s; nothing here writes to the source):
+- `basic-memory`: a basic-memory project folder. Markdown with YAML frontmatter `title`, `type`,
+  `tags` (list or comma-separated), `permalink`; observations (`- [category] text #tag`) and
+  relations (`- relation_type [[Target]]`) stay in the body as written, and every `[[Target]]`
+  also goes to `related`. Shape: basic-memory's NOTE-FORMAT.md and
+  https://docs.basicmemory.com/concepts/knowledge-format
+- `claude-code`: `CLAUDE.md` / `CLAUDE.local.md` / `.claude/CLAUDE.md` / `.claude/rules/*.md` files
+  (one memory per `## ` section, or the whole file when it has none) and the auto-memory folder
+  (`~/.claude/projects/<project>/memory/`: `MEMORY.md` index plus one file per memory with
+  frontmatter `name`, `description`, `type: user|feedback|project|reference`), one memory per file.
+  Shape: https://code.claude.com/docs/en/memory
+- `mem0`: a JSON export as mem0's `Memory.get_all()` returns it (`{"results": [...]}`) or a bare
+  list, each item `{id, memory, hash, metadata, created_at, updated_at, user_id, agent_id,
+  run_id, categories}` (mem0ai/mem0 `mem0/memory/main.py`, `MemoryItem`); JSON Lines too.
+- `markdown`: a plain folder of `.md` / `.markdown` / `.txt`, one memory per file, the title from
+  the first heading or the file name.
+- `box-memory`: the JSONL that `box-memory export` writes; ids, timestamps, status and supersede
+  chains are kept, so export -> import reproduces a workspace.
+
+Every imported memory carries a `sources` entry `{type: <format>, ref: <original path or id>,
+digest: sha256:<hex of the source item>, imported_at}`; an item whose digest (or, for box-memory,
+whose id) is already in the workspace is skipped, so re-running an import writes nothing new.
+Writes go through `memories.prepare_write` / `memories.write_many`: the same validation, lock and
+index updates as `box-memory write`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from box_memory import frontmatter
+from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
+from box_memory.ids import is_memory_id, validate_title
+from box_memory.model import KINDS, STATUSES, now_iso, parse_time
+from box_memory.workspace import Workspace
+
+FORMATS = ("basic-memory", "claude-code", "mem0", "markdown", "box-memory")
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+SKIP_DIRS = {".git", ".hg", ".svn", ".obsidian", ".basic-memory", "node_modules", "__pycache__", ".venv"}
+MAX_SOURCE_BYTES = 8 * 1024 * 1024  # a single source file past this is reported, not read
+_WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
+_H1_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_H2_SPLIT_RE = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.M)
+_CLAUDE_NAMES = ("CLAUDE.md", "CLAUDE.local.md")
+# Claude Code auto-memory `type` -> box-memory kind (user/feedback are notes about how to work).
+_CLAUDE_TYPE_KIND = {"reference": "reference", "project": "fact", "user": "note", "feedback": "note"}
+
+
+@dataclass
+class SourceItem:
+    """One memory-to-be, read from the source. `error` set: reported, not written."""
+
+    ref: str
+    title: str = ""
+    content: str = ""
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    related: list[str] = field(default_factory=list)
+    agent: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    digest: str = ""
+    extra_source: dict[str, Any] = field(default_factory=dict)
+    # box-memory JSONL only: the memory's own id, status, chain and team.
+    keep_id: str | None = None
+    status: str | None = None
+    supersedes: str | None = None
+    team: str | None = None
+    confidence: float | None = None
+    error: str | None = None
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def iso_utc(value: object) -> str | None:
+    """Any parseable timestamp as ISO-8601 UTC with `Z` (millisecond precision), else None."""
+    t = parse_time(value)
+    if t is None:
+        return None
+    import datetime as dt
+
+    t = t.astimezone(dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _mtime_iso(path: Path) -> str | None:
+    import datetime as dt
+
+    try:
+        return iso_utc(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
+    except OSError:
+        return None
+
+
+def title_from_text(text: str, fallback: str) -> str:
+    """The first `# heading`, else `fallback` (a file stem, or the text's first words)."""
+    m = _H1_RE.search(text)
+    title = m.group(1).strip() if m else fallback
+    return clean_title(title) or clean_title(fallback) or "Imported memory"
+
+
+def clean_title(title: str) -> str:
+    """A source title made acceptable as a memory title: no path separators or `..`, <= 120 chars."""
+    t = " ".join(title.replace("/", " - ").replace("\\", " - ").split())
+    while ".." in t:
+        t = t.replace("..", ".")
+    return t[:120].strip(" -")
+
+
+def first_words(text: str, n: int = 10) -> str:
+    return " ".join(text.split()[:n])
+
+
+def wikilinks(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _WIKILINK_RE.finditer(text):
+        target = m.group(1).strip()
+        try:
+            validate_title(target)
+        except InvalidInput:
+            continue
+        link = f"[[{target}]]"
+        if link not in out:
+            out.append(link)
+    return out
+
+
+def _read(path: Path) -> bytes:
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise InvalidInput(f"file is larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
+    return path.read_bytes()
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput("not UTF-8 text") from None
+
+
+def _walk(root: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES) -> Iterator[Path]:
+    """Text files under root in a stable order, skipping hidden/tool folders and symlinked dirs."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.lower().endswith(suffixes) and not name.startswith("."):
+                yield Path(dirpath) / name
+
+
+def _split_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---"):
+        return {}, text
+    try:
+        return frontmatter.parse(text, where)
+    except InvalidFile as e:
+        raise InvalidInput(f"invalid frontmatter ({e})") from None
+
+
+def _tag_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [t.strip().lstrip("#") for t in value.split(",") if t.strip().lstrip("#")]
+    if isinstance(value, list):
+        return [str(t).strip().lstrip("#") for t in value if str(t).strip().lstrip("#")]
+    return [str(value)]
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
+def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
+    for path in _walk(root):
+        ref = str(path)
+        try:
+            raw = _read(path)
+            text = _decode(raw)
+        except (OSError, InvalidInput) as e:
+            yield SourceItem(ref, error=_reason(e))
+            continue
+        yield SourceItem(
+            ref,
+            title=title_from_text(text, path.stem.replace("_", " ").replace("-", " ")),
+            content=text,
+            related=wikilinks(text),
+            created_at=_mtime_iso(path),
+            updated_at=_mtime_iso(path),
+            digest=digest_of(raw),
+        )
+
+
+def read_basic_memory(root: Path) -> Iterator[SourceItem]:
+    for path in _walk(root, (".md",)):
+        ref = str(path)
+        try:
+            raw = _read(path)
+            text = _decode(raw)
+            meta, body = _split_frontmatter(text, ref)
+        except (OSError, InvalidInput) as e:
+            yield SourceItem(ref, error=_reason(e))
+            continue
+        note_type = str(meta.get("type") or "note").strip().lower()
+        kind = note_type if note_type in KINDS and note_type != "companion" else "note"
+        tags = _tag_list(meta.get("tags"))
+        if note_type and note_type != kind:
+            tags.append(note_type)  # a basic-memory entity type (person, project...) kept as a tag
+        extra: dict[str, Any] = {}
+        if meta.get("permalink"):
+            extra["permalink"] = str(meta["permalink"])
+        title = clean_title(str(meta.get("title") or "")) or title_from_text(body, path.stem)
+        created = iso_utc(meta.get("created") or meta.get("created_at") or meta.get("date"))
+        updated = iso_utc(meta.get("modified") or meta.get("updated_at")) or _mtime_iso(path)
+        yield SourceItem(
+            ref,
+            title=title,
+            content=body,
+            kind=kind,
+            tags=tags,
+            related=wikilinks(body),
+            created_at=created or updated,
+            updated_at=updated,
+            digest=digest_of(raw),
+            extra_source=extra,
+        )
+
+
+def _claude_files(root: Path) -> tuple[list[Path], list[Path]]:
+    """(CLAUDE.md-style instruction files, auto-memory files) under a Claude Code source."""
+    instructions: list[Path] = []
+    auto: list[Path] = []
+    for path in _walk_all(root):
+        parts = path.relative_to(root).parts
+        if path.name in _CLAUDE_NAMES or (len(parts) >= 2 and parts[-2] == "rules" and ".claude" in parts):
+            instructions.append(path)
+        elif path.suffix == ".md" and (
+            (len(parts) >= 2 and parts[-2] == "memory") or (path.parent == root and _is_memory_dir(root))
+        ):
+            auto.append(path)
+    return instructions, auto
+
+
+def _is_memory_dir(root: Path) -> bool:
+    return (root / "MEMORY.md").is_file()
+
+
+def _walk_all(root: Path) -> Iterator[Path]:
+    """Like `_walk`, but enters `.claude` (where Claude Code keeps its files)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (d == ".claude" or d[0] != "."))
+        for name in sorted(filenames):
+            if name.endswith(".md"):
+                yield Path(dirpath) / name
+
+
+def _project_label(path: Path, root: Path) -> str:
+    """A short name for where a CLAUDE.md sits: its project folder (or `user` for ~/.claude)."""
+    parent = path.parent
+    if parent == root and root.name == ".claude":
+        return "user"
+    if parent.name == ".claude":
+        parent = parent.parent
+    if parent.name == "rules" and parent.parent.name == ".claude":
+        parent = parent.parent.parent
+    return parent.name or root.name or "project"
+
+
+def read_claude_code(root: Path) -> Iterator[SourceItem]:
+    instructions, auto = _claude_files(root)
+    for path in instructions:
+        ref = str(path)
+        try:
+            raw = _read(path)
+            text = _decode(raw)
+        except (OSError, InvalidInput) as e:
+            yield SourceItem(ref, error=_reason(e))
+            continue
+        label = _project_label(path, root)
+        when = _mtime_iso(path)
+        sections = split_sections(text)
+        if not sections:
+            yield SourceItem(ref, error="file has no text")
+            continue
+        for heading, section in sections:
+            name = path.name if path.name in _CLAUDE_NAMES else f"rule {path.stem}"
+            title = clean_title(f"{label} {name} - {heading}" if heading else f"{label} {name}")
+            data = section.encode("utf-8")
+            yield SourceItem(
+                ref + (f"#{heading}" if heading else ""),
+                title=title,
+                content=section,
+                tags=["claude-code", "claude-md"],
+                related=wikilinks(section),
+                created_at=when,
+                updated_at=when,
+                digest=digest_of(data),
+                extra_source={"path": ref, **({"section": heading} if heading else {})},
+            )
+    for path in auto:
+        ref = str(path)
+        try:
+            raw = _read(path)
+            text = _decode(raw)
+            meta, body = _split_frontmatter(text, ref)
+        except (OSError, InvalidInput) as e:
+            yield SourceItem(ref, error=_reason(e))
+            continue
+        mtype = str(meta.get("type") or "").strip().lower()
+        project = path.parent.parent.name if path.parent.name == "memory" else path.parent.name
+        project = project.strip("-") or "claude"  # Claude Code names it after the path, '/' -> '-'
+
+        kind: str | None = "reference"
+        if path.name == "MEMORY.md":
+            title = f"{project} memory index"
+        else:
+            name = str(meta.get("name") or "")
+            title = clean_title(name) or title_from_text(body, path.stem.replace("_", " ").replace("-", " "))
+            kind = _CLAUDE_TYPE_KIND.get(mtype)
+        content = body
+        if meta.get("description"):
+            content = f"> {' '.join(str(meta['description']).split())}\n\n{body.lstrip()}"
+        tags = ["claude-code", "auto-memory", *([mtype] if mtype in _CLAUDE_TYPE_KIND else [])]
+        when = _mtime_iso(path)
+        yield SourceItem(
+            ref,
+            title=title,
+            content=content,
+            kind=kind,
+            tags=tags,
+            related=wikilinks(body),
+            created_at=when,
+            updated_at=when,
+            digest=digest_of(raw),
+            extra_source={"project": project},
+        )
+
+
+def split_sections(text: str) -> list[tuple[str, str]]:
+    """A CLAUDE.md as (heading, text) per `## ` section; text before the first one is kept with
+    the file's `#` title as its heading. A file with no `## ` is one section."""
+    text = text.strip()
+    if not text:
+        return []
+    marks = list(_H2_SPLIT_RE.finditer(text))
+    if not marks:
+        m = _H1_RE.search(text)
+        return [(m.group(1).strip() if m else "", text)]
+    out: list[tuple[str, str]] = []
+    head = text[: marks[0].start()].strip()
+    if head and _H1_RE.sub("", head).strip():
+        m = _H1_RE.search(head)
+        out.append((m.group(1).strip() if m else "", head))
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = text[m.start() : end].strip()
+        if body[m.end() - m.start() :].strip():
+            out.append((m.group(1).strip(), body))
+    return out
+
+
+def _json_items(path: Path) -> tuple[list[Any], list[SourceItem]]:
+    """Items of a JSON or JSON Lines file; undecodable lines come back as errors."""
+    raw = _read(path)
+    text = _decode(raw)
+    stripped = text.lstrip()
+    errors: list[SourceItem] = []
+    if stripped.startswith(("[", "{")):
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError as e:
+            if not stripped.startswith("{") or "\n" not in stripped.strip():
+                raise InvalidInput(f"invalid JSON ({e.args[0]})") from None
+            data = None
+        if isinstance(data, list):
+            return data, errors
+        if isinstance(data, dict):
+            for key in ("results", "memories", "data", "items"):
+                if isinstance(data.get(key), list):
+                    return data[key], errors
+            return [data], errors
+    items: list[Any] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(orjson.loads(line))
+        except orjson.JSONDecodeError as e:
+            errors.append(SourceItem(f"{path}:{n}", error=f"invalid JSON on line {n} ({e.args[0]})"))
+    if not items and not errors:
+        raise InvalidInput("no JSON items found")
+    return items, errors
+
+
+def read_mem0(path: Path) -> Iterator[SourceItem]:
+    try:
+        items, errors = _json_items(path)
+    except (OSError, InvalidInput) as e:
+        yield SourceItem(str(path), error=_reason(e))
+        return
+    yield from errors
+    for n, item in enumerate(items, start=1):
+        ref = f"{path}#{n}"
+        if not isinstance(item, dict):
+            yield SourceItem(ref, error="item is not a JSON object")
+            continue
+        mem_id = str(item.get("id") or "")
+        if mem_id:
+            ref = f"mem0:{mem_id}"
+        text = item.get("memory")
+        if text is None:
+            text = item.get("text") or item.get("data")
+        if not isinstance(text, str) or not text.strip():
+            yield SourceItem(ref, error="item has no text ('memory' is missing or empty)")
+            continue
+        meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+        tags = [
+            *_tag_list(item.get("categories")),
+            *_tag_list(meta.get("tags")),
+            *_tag_list(meta.get("category")),
+        ]
+        agent = item.get("agent_id") or item.get("user_id") or item.get("actor_id")
+        extra: dict[str, Any] = {}
+        for key in ("user_id", "agent_id", "run_id", "hash"):
+            if item.get(key):
+                extra[key] = str(item[key])
+        created = iso_utc(item.get("created_at"))
+        yield SourceItem(
+            ref,
+            title=clean_title(first_words(text.strip(), 10)) or "mem0 memory",
+            content=text.strip(),
+            kind=None,
+            tags=tags,
+            agent=str(agent) if agent else None,
+            created_at=created,
+            updated_at=iso_utc(item.get("updated_at")) or created,
+            digest=digest_of(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)),
+            extra_source=extra,
+        )
+
+
+def read_box_memory(path: Path) -> Iterator[SourceItem]:
+    try:
+        items, errors = _json_items(path)
+    except (OSError, InvalidInput) as e:
+        yield SourceItem(str(path), error=_reason(e))
+        return
+    yield from errors
+    for n, rec in enumerate(items, start=1):
+        ref = f"{path}#{n}"
+        if not isinstance(rec, dict) or not isinstance(rec.get("frontmatter"), dict):
+            yield SourceItem(ref, error="not a box-memory export record (no 'frontmatter')")
+            continue
+        fm = rec["frontmatter"]
+        mem_id = str(fm.get("id") or "")
+        if not is_memory_id(mem_id):
+            yield SourceItem(ref, error=f"invalid memory id {mem_id!r}")
+            continue
+        body = rec.get("body")
+        if not isinstance(body, str) or not body.strip():
+            yield SourceItem(mem_id, error="record has no body")
+            continue
+        if fm.get("kind") == "companion":
+            yield SourceItem(mem_id, error="companion memories describe a binary that is not in the export")
+            continue
+        status = str(fm.get("status") or "active")
+        sup = fm.get("supersedes")
+        yield SourceItem(
+            mem_id,
+            title=str(fm.get("title") or ""),
+            content=body,
+            kind=str(fm["kind"]) if fm.get("kind") else None,
+            tags=[str(t) for t in fm.get("tags") or []],
+            related=[str(r) for r in fm.get("related") or []],
+            agent=str(fm["agent"]) if fm.get("agent") else None,
+            created_at=str(fm.get("created_at") or "") or None,
+            updated_at=str(fm.get("updated_at") or "") or None,
+            digest=digest_of(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)),
+            keep_id=mem_id,
+            status=status if status in STATUSES else None,
+            supersedes=str(sup[0]) if isinstance(sup, list) and sup else None,
+            team=_folder_team(str(rec.get("folder") or "")),
+            confidence=fm.get("confidence") if isinstance(fm.get("confidence"), (int, float)) else None,
+            extra_source={"_frontmatter": fm},
+        )
+
+
+READERS: dict[str, Callable[[Path], Iterator[SourceItem]]] = {
+    "basic-memory": read_basic_memory,
+    "claude-code": read_claude_code,
+    "mem0": read_mem0,
+    "markdown": read_markdown_folder,
+    "box-memory": read_box_memory,
+}
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, PermissionError):
+        return "permission denied (unreadable file)"
+    if isinstance(e, OSError):
+        return f"unreadable ({e.strerror or e})"
+    return str(e)
+
+
+# --- detection --------------------------------------------------------------------------------
+
+
+def detect_format(source: Path) -> tuple[str, str]:
+    """(format, why) for a source path."""
+    if source.is_file():
+        if source.name in _CLAUDE_NAMES:
+            return "claude-code", f"{source.name} is a Claude Code memory file"
+        if source.suffix.lower() in (".json", ".jsonl", ".ndjson"):
+            head = source.open("rb").read(65536)
+            if b'"frontmatter"' in head and b'"box_memory_export"' in head:
+                return "box-memory", "JSON Lines records from `box-memory export`"
+            if b'"memory"' in head:
+                return "mem0", "JSON items with a 'memory' field (mem0 export)"
+            raise InvalidInput(f"{source}: JSON, but neither a mem0 nor a box-memory export; pass --from")
+        if source.suffix.lower() in TEXT_SUFFIXES:
+            return "markdown", "a single markdown/text file"
+        raise InvalidInput(f"{source}: unknown source format; pass --from ({'|'.join(FORMATS)})")
+    if not source.is_dir():
+        raise NotFound(f"import source {source} not found")
+    if (source / "MEMORY.md").is_file() and source.name == "memory":
+        return "claude-code", "a Claude Code auto-memory folder (MEMORY.md)"
+    sampled = with_permalink = 0
+    for path in _walk(source, (".md",)):
+        sampled += 1
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(2048)
+        except OSError:
+            continue
+        if head.startswith(b"---") and re.search(rb"^permalink:", head, re.M):
+            with_permalink += 1
+        if sampled >= 50:
+            break
+    if with_permalink and with_permalink * 2 >= sampled:
+        return (
+            "basic-memory",
+            f"{with_permalink} of {sampled} notes sampled carry basic-memory frontmatter (permalink)",
+        )
+    instructions, auto = _claude_files(source)
+    if instructions or auto:
+        return (
+            "claude-code",
+            f"Claude Code memory files ({len(instructions)} CLAUDE.md/rules, {len(auto)} auto-memory)",
+        )
+    if sampled or any(True for _ in _walk(source)):
+        return "markdown", "a folder of markdown/text files"
+    raise InvalidInput(f"{source}: no markdown, text or JSON memories found")
+
+
+# --- plan and run -----------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    item: SourceItem
+    prepared: Any  # memories.Prepared
+
+
+@dataclass
+class ImportReport:
+    source: str
+    format: str
+    detected: str | None
+    dry_run: bool
+    items: int = 0
+    written: list[dict[str, Any]] = field(default_factory=list)
+    would_write: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        rows = self.would_write if self.dry_run else self.written
+        by_kind: dict[str, int] = {}
+        for r in rows:
+            by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
+        return {
+            "source": self.source,
+            "format": self.format,
+            "detected": self.detected,
+            "dry_run": self.dry_run,
+            "items": self.items,
+            "imported": 0 if self.dry_run else len(self.written),
+            "would_import": len(self.would_write) if self.dry_run else None,
+            "already_imported": len(self.skipped),
+            "failed": len(self.errors),
+            "by_kind": dict(sorted(by_kind.items())),
+            "first_titles": [r["title"] for r in rows[:10]],
+            "memories": rows,
+            "skipped": self.skipped,
+            "errors": self.errors,
+        }
+
+
+def existing_keys(ws: Workspace, folders: list[str]) -> tuple[set[str], set[str]]:
+    """(ids in the workspace, source digests of memories in `folders`) for idempotency."""
+    from box_memory.index import load_all
+
+    ids: set[str] = set()
+    digests: set[str] = set()
+    for idx in load_all(ws):
+        for e in idx.entries:
+            ids.add(str(e.get("id")))
+        if idx.folder not in folders:
+            continue
+        for e in idx.entries:
+            path = str(e.get("local_path") or f"{idx.folder}/{e.get('filename')}")
+            try:
+                raw = ws.store.read_bytes(path)
+            except BoxMemoryError:
+                continue
+            if b"digest:" not in raw:
+                continue
+            try:
+                meta, _ = frontmatter.parse(raw.decode("utf-8", "replace"), path)
+            except BoxMemoryError:
+                continue
+            for s in meta.get("sources") or []:
+                if isinstance(s, dict) and s.get("digest"):
+                    digests.add(str(s["digest"]))
+    return ids, digests
+
+
+def _request(
+    item: SourceItem, fmt: str, team: str | None, imported_at: str, replaced_here: bool = False
+) -> Any:
+    from box_memory.memories import WriteRequest
+
+    source: dict[str, Any] = {"type": fmt, "ref": item.ref, "digest": item.digest, "imported_at": imported_at}
+    extra: dict[str, Any] = {}
+    sources: list[Any] = [source]
+    if item.keep_id:
+        # A box-memory record: it keeps its own id, timestamps, status and sources.
+        fm = dict(item.extra_source.get("_frontmatter") or {})
+        extra["id"] = item.keep_id
+        orig = [s for s in fm.get("sources") or [] if isinstance(s, dict)]
+        sources = orig or []
+        for key in ("links", "expires_at"):
+            if fm.get(key) is not None:
+                extra[key] = fm[key]
+        for key, val in fm.items():  # unknown keys another writer added are kept
+            if key not in _KNOWN_KEYS and val is not None:
+                extra[key] = val
+        if item.status in ("archived", "held") or (item.status == "superseded" and not replaced_here):
+            extra["status"] = item.status  # a superseded one whose successor is not imported stays so
+            if fm.get("superseded_by"):
+                extra["superseded_by"] = fm["superseded_by"]
+    else:
+        source.update({k: v for k, v in item.extra_source.items() if not k.startswith("_")})
+    if item.created_at:
+        extra["created_at"] = item.created_at
+        extra["updated_at"] = item.updated_at or item.created_at
+        if replaced_here:  # its successor's write stamps it again, exactly as the first time
+            extra["updated_at"] = item.created_at
+    if sources:
+        extra["sources"] = sources
+    return WriteRequest(
+        content=item.content,
+        title=item.title,
+        kind=item.kind,
+        tags=item.tags,
+        team=team,
+        status=item.status if item.status in ("active", "draft") else "active",
+        supersedes=item.supersedes,
+        related=item.related,
+        confidence=item.confidence,
+        agent=item.agent,
+        new_slug=True,  # distinct source items may share a title; the digest guards against repeats
+        extra_meta=extra,
+    )
+
+
+_KNOWN_KEYS = {
+    "id", "slug", "title", "kind", "status", "created_at", "updated_at", "team", "agent", "confidence",
+    "tags", "related", "links", "sources", "supersedes", "superseded_by", "expires_at", "companion_for",
+}  # fmt: skip
+
+
+def run_import(
+    ws: Workspace,
+    source: Path,
+    *,
+    fmt: str | None = None,
+    team: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch."""
+    from box_memory.memories import prepare_write, write_many
+
+    source = source.expanduser().absolute()
+    detected: str | None = None
+    if fmt is None:
+        fmt, why = detect_format(source)
+        detected = f"{fmt} ({why})"
+    elif fmt not in FORMATS:
+        raise InvalidInput(f"unknown import format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+    elif not source.exists():
+        raise NotFound(f"import source {source} not found")
+    if fmt in ("mem0", "box-memory") and not source.is_file():
+        raise InvalidInput(f"a {fmt} source is a JSON/JSONL file, not a folder: {source}")
+    if fmt not in ("mem0", "box-memory", "markdown", "claude-code") and not source.is_dir():
+        raise InvalidInput(f"a {fmt} source is a folder: {source}")
+    if team is not None:
+        ws.require_team(team)
+    report = ImportReport(str(source), fmt, detected, dry_run)
+    if source.is_file() and fmt == "markdown":
+        items = list(_single_markdown(source))
+    elif source.is_file() and fmt == "claude-code":
+        items = list(read_claude_code_file(source))
+    else:
+        items = list(READERS[fmt](source))
+    report.items = len(items)
+
+    folders = sorted({ws.memories_folder(ws.require_team(team or _team_for(ws, it))) for it in items
+                      if it.error is None})  # fmt: skip
+    ids, digests = existing_keys(ws, folders)
+    imported_at = now_iso()
+    planned: list[Planned] = []
+    seen_ids: set[str] = set()
+    # ids that a later record of this import supersedes: written live, then superseded in order.
+    successors = {it.supersedes for it in items if it.error is None and it.supersedes}
+    for it in items:
+        if it.error is not None:
+            report.errors.append({"ref": it.ref, "reason": it.error})
+            continue
+        if (it.keep_id and it.keep_id in ids) or (not it.keep_id and it.digest in digests):
+            report.skipped.append({"ref": it.ref, "reason": "already imported"})
+            continue
+        if it.keep_id and it.keep_id in seen_ids:
+            report.errors.append({"ref": it.ref, "reason": "duplicate id in the source"})
+            continue
+        if it.supersedes and it.supersedes not in ids and it.supersedes not in seen_ids:
+            report.warnings.append(f"{it.ref}: supersedes {it.supersedes}, which is not in the workspace or "
+                                   "the import; written without the link")  # fmt: skip
+            it.supersedes = None
+        try:
+            req = _request(it, fmt, team or _team_for(ws, it), imported_at, it.keep_id in successors)
+            p = prepare_write(ws, req)
+        except BoxMemoryError as e:
+            report.errors.append({"ref": it.ref, "reason": str(e)})
+            continue
+        planned.append(Planned(it, p))
+        digests.add(it.digest)
+        if it.keep_id:
+            seen_ids.add(it.keep_id)
+
+    if dry_run:
+        report.would_write = [
+            {"ref": pl.item.ref, "title": pl.prepared.title, "kind": pl.prepared.kind,
+             "folder": pl.prepared.folder + "/"}
+            for pl in planned
+        ]  # fmt: skip
+        return report
+
+    total = len(planned)
+
+    def on_item(i: int, res: dict[str, Any] | None, err: BoxMemoryError | None) -> None:
+        pl = planned[i]
+        if err is not None:
+            report.errors.append({"ref": pl.item.ref, "reason": str(err)})
+        elif res is not None:
+            report.written.append({"ref": pl.item.ref, "id": res["id"], "title": res["title"],
+                                   "kind": res["kind"], "file": res["file"]})  # fmt: skip
+        if progress is not None:
+            progress(i + 1, total)
+
+    report.warnings += write_many(
+        ws, [pl.prepared for pl in planned], writer="box-memory import", skill="import", on_item=on_item
+    )
+    return report
+
+
+def _folder_team(folder: str) -> str | None:
+    parts = folder.strip("/").split("/")
+    return parts[1] if len(parts) >= 3 and parts[0] == "teams" else None
+
+
+def _team_for(ws: Workspace, item: SourceItem) -> str | None:
+    """A box-memory record goes back to its team folder when the workspace has that team."""
+    return item.team if item.team and item.team in ws.config.teams else None
+
+
+def _single_markdown(path: Path) -> Iterator[SourceItem]:
+    for item in read_markdown_folder(path.parent):
+        if item.ref == str(path):
+            yield item
+
+
+def read_claude_code_file(path: Path) -> Iterator[SourceItem]:
+    """One CLAUDE.md file given directly."""
+    for item in read_claude_code(path.parent):
+        if item.ref == str(path) or item.ref.startswith(str(path) + "#"):
+            yield item

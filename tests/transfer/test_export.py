@@ -1,0 +1,142 @@
+"""`box-memory export`: JSONL and markdown-zip, filters, and the export -> import round trip."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from box_memory import frontmatter
+
+
+def write(cli, ws: Path, text: str, title: str, *extra: str) -> str:
+    return cli.json("write", text, "--title", title, "-w", str(ws), *extra)["data"]["id"]
+
+
+def build_workspace(cli, ws: Path) -> dict[str, str]:
+    """Memories with tags, a team, a draft, related links, and a three-long supersede chain."""
+    cli.json("team", "create", "platform", "-w", str(ws))
+    ids = {}
+    ids["a1"] = write(cli, ws, "We decided to use JWTs.", "Auth strategy", "--tag", "auth", "--agent", "ci")
+    ids["a2"] = write(cli, ws, "We decided on sessions.", "Auth strategy", "--supersedes", ids["a1"])
+    ids["a3"] = write(
+        cli,
+        ws,
+        "We decided on passkeys.",
+        "Auth strategy",
+        "--supersedes",
+        ids["a2"],
+        "--tag",
+        "auth",
+        "--tag",
+        "auth/passkeys",
+        "--confidence",
+        "0.8",
+    )
+    ids["deploy"] = write(
+        cli,
+        ws,
+        "Deploys on Tuesdays.",
+        "Deploy window",
+        "--kind",
+        "fact",
+        "--team",
+        "platform",
+        "--source",
+        "url:https://wiki.example/deploy",
+    )
+    ids["draft"] = write(
+        cli, ws, "TODO rotate keys", "Rotate keys", "--status", "draft", "--related", "[[Auth strategy]]"
+    )
+    return ids
+
+
+def all_memories(ws: Path) -> dict[str, dict[str, Any]]:
+    """id -> (folder, frontmatter, body) of every memory file in the workspace."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in ws.rglob("*__*.md"):
+        if "_archive" in p.parts:
+            continue
+        meta, body = frontmatter.parse(p.read_text(encoding="utf-8"), str(p))
+        out[meta["id"]] = {
+            "folder": str(p.parent.relative_to(ws)),
+            "file": p.name,
+            "meta": meta,
+            "body": body,
+        }
+    return out
+
+
+def test_round_trip_reproduces_memories_and_chains(cli, ws: Path, tmp_path: Path) -> None:
+    ids = build_workspace(cli, ws)
+    out = tmp_path / "export.jsonl"
+    env = cli.json("export", "--include-superseded", "-o", str(out), "-w", str(ws))
+    assert env["data"]["count"] == 5 and env["data"]["by_status"] == {
+        "superseded": 2,
+        "active": 2,
+        "draft": 1,
+    }
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    # Every frontmatter field, the body, the folder and the chain links, oldest first.
+    assert [r["id"] for r in records[:3]] == [ids["a1"], ids["a2"], ids["a3"]]
+    first = records[0]
+    assert first["superseded_by"] == ids["a2"] and first["frontmatter"]["agent"] == "ci"
+    assert first["folder"] == "memories/" and first["body"].strip().startswith("# Auth strategy")
+    assert records[1]["supersedes"] == [ids["a1"]]
+
+    fresh = tmp_path / "fresh"
+    cli.json("init", "--path", str(fresh), "--team", "platform")
+    data = cli.json("import", str(out), "-w", str(fresh))["data"]
+    assert data["format"] == "box-memory" and data["imported"] == 5 and data["failed"] == 0
+
+    before, after = all_memories(ws), all_memories(fresh)
+    assert set(before) == set(after) == set(ids.values())
+    for mem_id, orig in before.items():
+        copy = after[mem_id]
+        assert copy["folder"] == orig["folder"], mem_id
+        assert copy["file"] == orig["file"], mem_id
+        assert copy["meta"] == orig["meta"], (mem_id, orig["meta"], copy["meta"])
+        assert copy["body"] == orig["body"], mem_id
+    history = cli.json("get", ids["a1"], "--history", "-w", str(fresh))["data"]
+    assert [h["id"] for h in history["history"]] == [ids["a1"], ids["a2"], ids["a3"]]
+    assert history["current_id"] == ids["a3"]
+    assert cli.json("index-rebuild", "--check", "-w", str(fresh))["exit_code"] == 0
+
+    # Importing the same export again writes nothing (ids already present).
+    again = cli.json("import", str(out), "-w", str(fresh))["data"]
+    assert again["imported"] == 0 and again["already_imported"] == 5
+
+
+def test_default_export_leaves_out_superseded_and_since_filters(cli, ws: Path, tmp_path: Path) -> None:
+    ids = build_workspace(cli, ws)
+    res = cli("export", "-w", str(ws))  # JSONL on stdout
+    assert res.exit_code == 0
+    got = {json.loads(line)["id"] for line in res.stdout.splitlines()}
+    assert got == {ids["a3"], ids["deploy"], ids["draft"]}
+    future = cli.json("export", "--since", "2999-01-01", "-o", str(tmp_path / "none.jsonl"), "-w", str(ws))
+    assert future["data"]["count"] == 0 and (tmp_path / "none.jsonl").read_text() == ""
+    past = cli.json("export", "--since", "2000-01-01", "-o", str(tmp_path / "all.jsonl"), "-w", str(ws))
+    assert past["data"]["count"] == 3
+    bad = cli.json(
+        "export", "--since", "yesterday-ish", "-o", str(tmp_path / "x.jsonl"), "-w", str(ws), code=2
+    )
+    assert "invalid --since" in bad["errors"][0]["message"]
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_markdown_zip_holds_the_files_unchanged(cli, ws: Path, tmp_path: Path) -> None:
+    ids = build_workspace(cli, ws)
+    out = tmp_path / "export.zip"
+    env = cli.json(
+        "export", "--format", "markdown-zip", "--include-superseded", "-o", str(out), "-w", str(ws)
+    )
+    assert env["data"]["count"] == 5
+    with zipfile.ZipFile(out) as zf:
+        names = set(zf.namelist())
+        deploy = next(n for n in names if n.startswith("teams/platform/memories/fact__deploy-window"))
+        assert zf.read(deploy) == (ws / deploy).read_bytes()
+        assert "export.jsonl" in names
+        assert {json.loads(x)["id"] for x in zf.read("export.jsonl").splitlines()} == set(ids.values())
+    env = cli.json("export", "--format", "markdown-zip", "-w", str(ws), code=2)
+    assert "--output" in env["errors"][0]["message"]

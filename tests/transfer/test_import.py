@@ -1,0 +1,302 @@
+"""`box-memory import` on fixtures in each tool's own format (see tests/fixtures/import/*/README.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import snapshot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+STAMP = 1_700_000_000  # 2023-11-14T22:13:20Z, set as the copied source files' mtime
+STAMP_ISO = "2023-11-14T22:13:20.000Z"
+
+
+def copy_source(tmp_path: Path, rel: str) -> Path:
+    """A private copy of a fixture (so mtimes can be pinned) whose tree we can snapshot."""
+    src = FIXTURES / rel
+    dst = tmp_path / "src" / rel
+    if src.is_dir():
+        shutil.copytree(src, dst)
+        for p in dst.rglob("*"):
+            os.utime(p, (STAMP, STAMP))
+    else:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    return dst
+
+
+def memories(ws: Path, folder: str = "memories") -> dict[str, dict[str, Any]]:
+    """title -> {frontmatter..., body} for every memory file in a folder, read back from disk."""
+    from box_memory import frontmatter
+
+    out: dict[str, dict[str, Any]] = {}
+    for p in sorted((ws / folder).glob("*__*.md")):
+        meta, body = frontmatter.parse(p.read_text(encoding="utf-8"), str(p))
+        out[meta["title"]] = {**meta, "body": body, "file": p.name}
+    return out
+
+
+def do_import(cli, ws: Path, *args: str, code: int = 0) -> dict[str, Any]:
+    return cli.json("import", *args, "-w", str(ws), code=code)
+
+
+def check_idempotent_and_untouched(cli, ws: Path, src: Path, before: dict[str, bytes], n: int) -> None:
+    ws_before = snapshot(ws / "memories")
+    again = do_import(cli, ws, str(src))["data"]
+    assert again["imported"] == 0 and again["already_imported"] == n
+    assert snapshot(ws / "memories") == ws_before  # nothing rewritten, not even an index
+    assert snapshot(src if src.is_dir() else src.parent) == before  # the source, byte for byte
+
+
+def test_basic_memory_project(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "basic-memory/project")
+    before = snapshot(src)
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["format"] == "basic-memory" and data["detected"].startswith("basic-memory")
+    assert data["imported"] == 4 and data["failed"] == 0
+    mems = memories(ws)
+    search = mems["Search Design"]
+    assert search["kind"] == "note" and search["tags"] == ["search", "sqlite"]
+    # Observations and relations stay in the body as written; wikilinks also become `related`.
+    assert "- [design] Full-text search runs on SQLite FTS5 #search" in search["body"]
+    assert "- relates_to [[Sync Protocol|the sync protocol]]" in search["body"]
+    assert search["related"] == ["[[Storage Layer]]", "[[Markdown Parser]]", "[[Sync Protocol]]"]
+    (source,) = search["sources"]
+    assert source["type"] == "basic-memory" and source["ref"] == str(src / "search-design.md")
+    assert source["permalink"] == "search-design"
+    assert source["digest"].startswith("sha256:") and len(source["digest"]) == 71
+    assert search["created_at"] == STAMP_ISO
+    decision = mems["Use Postgres for billing"]
+    assert decision["kind"] == "decision" and decision["tags"] == ["billing", "database"]
+    ada = mems["Ada Lovelace"]  # a custom entity type is kept as a tag; comma-separated tags split
+    assert ada["kind"] == "note" and ada["tags"] == ["history", "computing", "person"]
+    assert "storage-layer" in mems  # no title in the frontmatter: the file name stem
+    check_idempotent_and_untouched(cli, ws, src, before, 4)
+
+
+def test_claude_code_project_files(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "claude-code/project")
+    before = snapshot(src)
+    data = do_import(cli, ws, str(src))["data"]
+    assert data["format"] == "claude-code" and "Claude Code" in data["detected"]
+    mems = memories(ws)
+    # One memory per `## ` section; the text before the first section is kept too.
+    assert set(mems) == {
+        "project CLAUDE.md - Acme API",
+        "project CLAUDE.md - Commands",
+        "project CLAUDE.md - Code style",
+        "project CLAUDE.md - Workflow",
+        "project CLAUDE.local.md - Local notes",
+        "project rule testing - Testing rules",
+        "api CLAUDE.md - API conventions",
+    }
+    assert mems["project CLAUDE.md - Code style"]["kind"] == "decision"  # "We decided to use ..."
+    assert mems["project CLAUDE.md - Workflow"]["kind"] == "task"  # "TODO: ..."
+    assert mems["project CLAUDE.md - Commands"]["kind"] == "note"
+    src_entry = mems["project CLAUDE.md - Commands"]["sources"][0]
+    assert src_entry["ref"] == f"{src / 'CLAUDE.md'}#Commands" and src_entry["path"] == str(src / "CLAUDE.md")
+    assert "`make lint` runs ruff and mypy" in mems["project CLAUDE.md - Commands"]["body"]
+    assert mems["project CLAUDE.md - Commands"]["created_at"] == STAMP_ISO
+    check_idempotent_and_untouched(cli, ws, src, before, 7)
+
+
+def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "claude-code/home/.claude")
+    before = snapshot(src)
+    data = do_import(cli, ws, str(src))["data"]
+    assert data["format"] == "claude-code" and data["imported"] == 6
+    mems = memories(ws)
+    assert mems["user CLAUDE.md - Personal preferences"]["tags"] == ["claude-code", "claude-md"]
+    # Auto-memory files: one memory each, kind from the frontmatter `type`.
+    assert mems["Release freeze"]["kind"] == "fact"
+    assert mems["Dashboards"]["kind"] == "reference"
+    feedback = mems["Testing feedback"]
+    assert feedback["kind"] == "note" and feedback["tags"] == ["claude-code", "auto-memory", "feedback"]
+    assert feedback["body"].lstrip().startswith("# Testing feedback\n\n> Integration tests must hit")
+    assert "**Why:**" in feedback["body"]
+    assert feedback["sources"][0]["project"] == "home-dev-acme-api"
+    assert mems["home-dev-acme-api memory index"]["kind"] == "reference"
+    check_idempotent_and_untouched(cli, ws, src, before, 6)
+
+
+def test_claude_code_auto_memory_folder_alone(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "claude-code/home/.claude/projects/-home-dev-acme-api/memory")
+    data = do_import(cli, ws, str(src))["data"]
+    assert data["format"] == "claude-code" and "auto-memory" in data["detected"]
+    assert data["imported"] == 5
+
+
+def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "mem0/get_all.json")
+    before = snapshot(src.parent)
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["format"] == "mem0" and data["imported"] == 3 and data["failed"] == 1
+    assert data["errors"] == [
+        {
+            "ref": "mem0:c4d5e6f7-0a1b-4c2d-9e3f-405162738404",
+            "reason": "item has no text ('memory' is missing or empty)",
+        }
+    ]
+    assert any("has no text" in w for w in env["warnings"])
+    mems = memories(ws)
+    oat = mems["Prefers oat milk in coffee"]
+    assert oat["created_at"] == "2024-07-20T17:15:30.123Z"  # -07:00 kept as the same instant in UTC
+    assert oat["updated_at"] == "2024-08-02T16:01:12.000Z"
+    assert oat["agent"] == "alice" and oat["tags"] == ["preferences"]
+    assert oat["sources"][0]["ref"] == "mem0:0b9d4a2e-6c1f-4f7e-9a51-3f2d8c7e1a01"
+    assert oat["sources"][0]["hash"] == "5b1e0b6fdc0a4c6e1b5f8d2a9c3e7f10"
+    peanuts = mems["Is allergic to peanuts and carries an epinephrine pen"]
+    assert peanuts["agent"] == "travel-planner"  # agent_id wins over user_id
+    assert peanuts["tags"] == ["health", "food"]
+    assert peanuts["sources"][0]["run_id"] == "trip-2024-09"
+    assert peanuts["updated_at"] == peanuts["created_at"] == "2024-07-22T01:40:00.000Z"
+    work = next(m for t, m in mems.items() if t.startswith("Works at Acme"))
+    assert work["tags"] == ["work"]
+    check_idempotent_and_untouched(cli, ws, src, before, 3)
+
+
+def test_invalid_json_imports_nothing_and_exits_1(cli, ws: Path, tmp_path: Path, snap) -> None:
+    src = copy_source(tmp_path, "mem0/broken.json")
+    ws_before = snap(ws)
+    env = do_import(cli, ws, str(src), "--from", "mem0", code=1)
+    assert env["status"] == "error" and env["data"]["errors"][0]["reason"].startswith("invalid JSON")
+    assert snap(ws) == ws_before
+
+
+def test_markdown_folder_reports_bad_files_and_imports_the_rest(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "markdown/notes")
+    before = snapshot(src)
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["format"] == "markdown" and data["imported"] == 3 and data["failed"] == 2
+    reasons = {Path(e["ref"]).name: e["reason"] for e in data["errors"]}
+    assert reasons == {"empty.md": "content is empty", "latin1.txt": "not UTF-8 text"}
+    assert len(env["warnings"]) == 2
+    mems = memories(ws)
+    assert set(mems) == {"Deploy window", "key rotation", "on call"}
+    assert mems["key rotation"]["kind"] == "task"
+    assert mems["Deploy window"]["related"] == ["[[Release checklist]]"]
+    check_idempotent_and_untouched(cli, ws, src, before, 3)
+
+
+def test_dry_run_writes_nothing_and_reports_counts(cli, ws: Path, tmp_path: Path, snap) -> None:
+    src = copy_source(tmp_path, "claude-code/project")
+    ws_before = snap(ws)
+    data = do_import(cli, ws, str(src), "--dry-run")["data"]
+    assert snap(ws) == ws_before
+    assert data["dry_run"] is True and data["imported"] == 0 and data["would_import"] == 7
+    assert data["by_kind"] == {"decision": 1, "note": 5, "task": 1}
+    assert data["first_titles"][0] == "project CLAUDE.local.md - Local notes"
+    human = cli("import", str(src), "--dry-run", "-w", str(ws))
+    assert human.exit_code == 0 and "would import 7 of 7" in human.stdout
+    assert snap(ws) == ws_before
+
+
+def test_from_and_team(cli, ws: Path, tmp_path: Path) -> None:
+    cli.json("team", "create", "research", "-w", str(ws))
+    src = copy_source(tmp_path, "basic-memory/project")
+    # Read as plain markdown instead: frontmatter keys become the memory's own (title, tags).
+    data = do_import(cli, ws, str(src), "--from", "markdown", "--team", "research")["data"]
+    assert data["format"] == "markdown" and data["detected"] is None and data["imported"] == 4
+    mems = memories(ws, "teams/research/memories")
+    assert mems["Search Design"]["team"] == "research"
+    assert mems["Search Design"]["sources"][0]["type"] == "markdown"
+    assert not list((ws / "memories").glob("*__*.md"))
+
+
+def test_bad_source_and_format_are_usage_errors(cli, ws: Path, tmp_path: Path, snap) -> None:
+    before = snap(ws)
+    env = do_import(cli, ws, str(tmp_path / "missing"), code=1)
+    assert env["errors"][0]["code"] == "not_found"
+    env = do_import(cli, ws, str(FIXTURES / "markdown"), "--from", "evernote", code=2)
+    assert "unknown import format" in env["errors"][0]["message"]
+    env = do_import(cli, ws, str(FIXTURES / "markdown"), "--team", "nope", code=2)
+    assert "unknown team" in env["errors"][0]["message"]
+    assert snap(ws) == before
+
+
+def test_imported_memories_are_indexed_like_writes(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "mem0/get_all.json")
+    do_import(cli, ws, str(src))
+    hits = cli.json("recall", "oat milk", "-w", str(ws))["data"]["hits"]
+    assert hits and hits[0]["title"] == "Prefers oat milk in coffee"
+    check = cli.json("index-rebuild", "--check", "-w", str(ws))
+    assert check["exit_code"] == 0  # the indexes the import wrote match the files exactly
+
+
+WRAPPER = """
+import atexit, json, sys
+target = sys.argv[1]
+def report():
+    with open(target, "w") as f:
+        json.dump(sorted({m.split(".")[0] for m in sys.modules}), f)
+atexit.register(report)
+sys.argv = ["box-memory", *sys.argv[2:]]
+from box_memory.cli.app import main
+main()
+"""
+
+
+def test_local_import_stays_off_the_network_stack(ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "basic-memory/project")
+    out = tmp_path / "modules.json"
+    res = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(out), "import", str(src), "-w", str(ws), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["data"]["imported"] == 4
+    mods = set(json.loads(out.read_text()))
+    assert not mods & {"mcp", "httpx", "httpcore", "anyio"}, mods
+
+
+def test_progress_bar_only_on_a_terminal(ws: Path, tmp_path: Path) -> None:
+    """stderr on a pty shows the bar; piped stderr (the other tests) never does."""
+    pty = pytest.importorskip("pty")
+    src = copy_source(tmp_path, "markdown/notes")
+    master, slave = pty.openpty()
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "box_memory", "import", str(src), "-w", str(ws)],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            timeout=120,
+            check=False,
+            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+        )
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert res.returncode == 0
+    assert "importing" in err and "3/3" in err
+    piped = subprocess.run(
+        [sys.executable, "-m", "box_memory", "import", str(src), "-w", str(ws), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "importing" not in piped.stderr
