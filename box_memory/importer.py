@@ -702,7 +702,7 @@ def run_import(
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch."""
-    from box_memory.memories import prepare_write, write_many
+    from box_memory.memories import infer_kind, prepare_write, write_many
 
     source = source.expanduser().absolute()
     detected: str | None = None
@@ -763,8 +763,8 @@ def run_import(
 
     if dry_run:
         report.would_write = [
-            {"ref": pl.item.ref, "title": pl.prepared.title, "kind": pl.prepared.kind,
-             "folder": pl.prepared.folder + "/"}
+            {"ref": pl.item.ref, "title": pl.prepared.title or pl.item.title,
+             "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/"}
             for pl in planned
         ]  # fmt: skip
         return report
