@@ -38,6 +38,7 @@ from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFoun
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
+from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
 from box_memory.safeio import UnreadableFile, open_regular
 from box_memory.store.base import Entry, clean_path, join
 from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
@@ -114,7 +115,7 @@ def _local_root(ws: Workspace) -> Path | None:
 def _contained(root: Path, rel: str) -> Path:
     """The real path of `rel` (symlinks resolved), refusing anything that lands outside `root`."""
     real_root = root.resolve()
-    real = Path(os.path.realpath(real_root / clean_path(rel)))
+    real = Path(os.path.realpath(resolve_nfc(real_root, clean_path(rel))))
     if real != real_root and real_root not in real.parents:
         raise InvalidInput(f"{rel} resolves outside the workspace ({real}); refusing to follow it")
     return real
@@ -333,6 +334,7 @@ def _check_binary_name(path: str) -> None:
         raise InvalidInput(f"{path} is in _archive/: archived files get no companion")
     if name in _BOOKKEEPING or name.startswith((".bm-tmp-", "_box-memory.lock")):
         raise InvalidInput(f"{path} is workspace bookkeeping, not a binary")
+    check_name(name, "binary")  # a file Box Drive skips never reaches Box: nothing to describe
 
 
 def resolve_binary(ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None) -> Binary:
@@ -360,9 +362,12 @@ def resolve_binary(ws: Workspace, file: str, *, team: str | None = None, cwd: Pa
         else:
             cand = real_root / given
         real = Path(os.path.realpath(cand))
+        if not os.path.lexists(real) and (real == real_root or real_root in real.parents):
+            # An NFC name typed by the user, an NFD name on disk (macOS): the same file.
+            real = Path(os.path.realpath(resolve_nfc(real_root, real.relative_to(real_root).as_posix())))
         if real != real_root and real_root not in real.parents:
             raise InvalidInput(f"{file} is outside the workspace ({real_root}); refusing")
-        rel = real.relative_to(real_root).as_posix()
+        rel = nfc(real.relative_to(real_root).as_posix())  # indexes and companions record NFC
     _check_binary_name(rel)
     scope = _scope_of(rel)
     if scope is not None:
@@ -411,7 +416,7 @@ def companion_location(ws: Workspace, binary: Binary) -> tuple[str, str]:
 
 
 def archive_path(binary_name: str, mem_id: str) -> str:
-    return join(ARCHIVE_FOLDER, f"{binary_name}.{mem_id}.md")
+    return join(ARCHIVE_FOLDER, fit_name(binary_name, f".{mem_id}.md", ARCHIVE_FOLDER))
 
 
 # --- reading companions ----------------------------------------------------------------------
@@ -738,7 +743,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
     kind_tag = type_tag(binary.name, mime)
     tags = list(dict.fromkeys(["companion", kind_tag, *extra_tags]))
     folder, filename = companion_location(ws, binary)
-    path = join(folder, filename)
+    path = check_path(join(folder, filename), "companion")
     info = {
         "binary": binary.path,
         "team": ws.team_of(binary.team),

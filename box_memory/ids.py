@@ -71,7 +71,9 @@ def validate_team(team: str) -> str:
         raise InvalidInput(
             f"invalid team name {team!r}: use lowercase kebab-case (a-z, 0-9, '-'), at most 64 characters"
         )
-    return team
+    from box_memory.names import check_name
+
+    return check_name(team, "team name")  # `con`, `nul`, `com1`...: Windows Box Drive cannot hold them
 
 
 def normalize_tag(tag: str) -> str:

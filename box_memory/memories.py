@@ -38,6 +38,7 @@ from box_memory.model import (
     index_entry,
     now_iso,
 )
+from box_memory.names import fit_slug
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace
 
@@ -410,11 +411,12 @@ class FolderSlots:
 
     @classmethod
     def scan(cls, ws: Workspace, idx: FolderIndex) -> FolderSlots:
-        taken = {str(e.get("slug")) for e in idx.entries}
+        # Compared case-folded: `Note__Foo.md` on disk takes slug `foo` on Box, macOS and Windows.
+        taken = {str(e.get("slug")).casefold() for e in idx.entries}
         taken |= {
-            name.split("__", 1)[1][:-3]
+            name.split("__", 1)[1][:-3].casefold()
             for name in ws.store.list_names(idx.folder)
-            if "__" in name and name.endswith(".md")
+            if "__" in name and name.lower().endswith(".md")
         }
         by_slug: dict[str, dict[str, Any]] = {}
         for e in idx.entries:
@@ -478,7 +480,7 @@ def _commit_prepared(
     if old is not None and old.located.folder == folder:
         old.located = _find_by_id([idx], old.mem.id) or old.located
 
-    base = slugify(title)
+    base = fit_slug(slugify(title), folder, kind)  # the path fits 260 characters (names.fit_slug)
     taken = slots.taken
     same = slots.by_slug.get(base)
     if (

@@ -722,7 +722,7 @@ def _archive_copy(ws: Workspace, folder: str, c: dict[str, Any]) -> dict[str, An
     dst = _archive_name(ws, folder, name)
     try:
         ws.store.move(str(c["path"]), dst)
-    except (AlreadyExists, NotFound, OSError) as e:
+    except (AlreadyExists, NotFound, InvalidInput, OSError) as e:
         return {"path": c["path"], "archived_to": None, "kind": "conflict_copy", "error": str(e)}
     return {"path": c["path"], "archived_to": dst, "kind": "conflict_copy"}
 

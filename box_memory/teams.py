@@ -16,6 +16,7 @@ from box_memory.errors import InvalidInput, NotFound
 from box_memory.ids import validate_team
 from box_memory.index import LIVE, FolderIndex, refresh_rollup
 from box_memory.model import now_iso
+from box_memory.names import fold
 from box_memory.status import binaries, read_indexes
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace, ensure_scope_folders, load_config
@@ -38,7 +39,10 @@ def _check_name(name: str) -> str:
     try:
         return validate_team(name)
     except InvalidInput:
-        from box_memory.ids import slugify
+        from box_memory.ids import is_slug, slugify
+
+        if is_slug(name) and len(name) <= 64:
+            raise  # well formed, but a name Box Drive or Windows cannot hold
 
         hint = slugify(name)
         raise InvalidInput(
@@ -57,6 +61,13 @@ def create_team(ws: Workspace, name: str) -> dict[str, Any]:
     with ws.store.lock(writer="box-memory", skill="team-create"):
         ws.config = load_config(ws.store)  # another writer may have changed the teams since
         existed = name in ws.config.teams
+        same = [e.name for e in ws.store.list_dir("teams") if fold(e.name) == fold(name)]
+        clash = next((n for n in same if n != name), None)
+        if clash is not None:
+            raise AlreadyExists(
+                f"teams/{clash}/ already exists, and on Box, macOS and Windows it is the same folder "
+                f"as teams/{name}/; rename it or use another team name"
+            )
         created = ensure_scope_folders(ws, name)
         readme = join("teams", name, "README.md")
         if not ws.store.exists(readme):
@@ -119,8 +130,9 @@ def list_teams(ws: Workspace) -> dict[str, Any]:
     """Every tracked team with counts, plus team folders on disk that the config does not list."""
     indexes, problems = read_indexes(ws)
     rows = [_summary(ws, t, indexes) for t in ws.config.teams]
-    on_disk = {e.name for e in ws.store.list_dir("teams") if e.is_dir}
-    untracked = sorted(t for t in on_disk - set(ws.config.teams) if _has_files(ws, join("teams", t)))
+    on_disk = {e.name for e in ws.store.list_dir("teams") if e.is_dir}  # NFC names (LocalStore)
+    tracked = {fold(t) for t in ws.config.teams}
+    untracked = sorted(t for t in on_disk if fold(t) not in tracked and _has_files(ws, join("teams", t)))
     return {"teams": rows, "untracked_folders": [f"teams/{t}/" for t in untracked], "problems": problems}
 
 
@@ -227,9 +239,11 @@ def remove_team(ws: Workspace, name: str) -> dict[str, Any]:
         archived_to = None
         if present:
             archived_to = join(ARCHIVE, name)
-            if ws.store.exists(archived_to):
+            try:
+                ws.store.move(src, archived_to)
+            except AlreadyExists:  # also a name differing only in case (the same folder on Box)
                 archived_to = join(ARCHIVE, f"{name}.{now_iso().replace(':', '').replace('-', '')}")
-            ws.store.move(src, archived_to)
+                ws.store.move(src, archived_to)
         refresh_rollup(ws)
     return {
         "team": name,

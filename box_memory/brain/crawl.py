@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from box_memory.brain.entry import clean_name, clean_path, safe_url
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
 from box_memory.mcp.payload import Page, Pager, listing
+from box_memory.names import nfc, resolve_nfc
 
 MAX_DEPTH = 12
 PAGE_LIMIT = 100
@@ -275,7 +276,7 @@ class LocalLister:
     def _entries(self, folder_id: str) -> list[dict[str, Any]]:
         if folder_id in self._cache:
             return self._cache[folder_id]
-        directory = self.root / folder_id if folder_id else self.root
+        directory = resolve_nfc(self.root, folder_id)
         try:
             scanned = list(os.scandir(directory))
         except FileNotFoundError:
@@ -296,15 +297,18 @@ class LocalLister:
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 continue
-            rel = f"{folder_id}/{item.name}" if folder_id else item.name
+            # Ids and names are NFC: macOS hands back NFD names for files other clients made,
+            # and one file must keep one id whichever form the disk shows this time.
+            name = nfc(item.name)
+            rel = f"{folder_id}/{name}" if folder_id else name
             if statmod.S_ISDIR(st.st_mode):
-                out.append({"type": "folder", "id": rel, "name": item.name})
+                out.append({"type": "folder", "id": rel, "name": name})
             elif statmod.S_ISREG(st.st_mode):
                 out.append(
                     {
                         "type": "file",
                         "id": rel,
-                        "name": item.name,
+                        "name": name,
                         "size": st.st_size,
                         "modified_at": _iso(st.st_mtime),
                     }

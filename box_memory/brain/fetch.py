@@ -20,6 +20,7 @@ from box_memory.brain.crawl import Progress, RemoteFile
 from box_memory.brain.entry import clean_name, clean_text
 from box_memory.brain.settings import Settings
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
+from box_memory.names import resolve_nfc
 from box_memory.safeio import UnreadableFile, read_regular
 
 MAX_SOURCE_BYTES = 50 * 1024 * 1024
@@ -245,7 +246,7 @@ class LocalFetcher:
             return Fetched(
                 "metadata_only", reason=f"no text representation for .{ext} files in a local folder"
             )
-        path = self.root / f.id
+        path = resolve_nfc(self.root, f.id)  # ids are NFC; the disk may hold the NFD name
         try:
             if path.is_symlink():
                 return Fetched("skipped", reason="is a symbolic link now")

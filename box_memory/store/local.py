@@ -13,6 +13,7 @@ import orjson
 
 from box_memory.errors import BackendUnavailable, LockBusy, NotFound
 from box_memory.model import now_iso, parse_time
+from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import kind_for, read_regular
 from box_memory.store.base import AlreadyExists, Entry, clean_path
 
@@ -21,6 +22,8 @@ from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 LOCK_NAME = "_box-memory.lock"
 TMP_PREFIX = ".bm-tmp-"
+# link() errors that mean "no hard links on this file system", not "cannot create".
+_NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
 
 
 def _fsync_dir(path: Path) -> None:
@@ -46,13 +49,52 @@ class LocalStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._sync_each = True  # False inside batch(): new files are made durable at checkpoint()
+        # The last listing of each folder with the folder's mtime (taken before the listing, so
+        # a change during it shows as a newer mtime): a write lists its folder, and the
+        # case-folded collision check reuses that listing while the folder is unchanged.
+        self._listed: dict[Path, tuple[int, list[str]]] = {}
 
     def describe(self) -> str:
         return str(self.root)
 
     def _p(self, path: str) -> Path:
-        rel = clean_path(path)
-        return self.root / rel if rel else self.root
+        """The on-disk path: an NFC name from an index or the user finds an NFD name on disk."""
+        return resolve_nfc(self.root, clean_path(path))
+
+    def _new(self, path: str) -> Path:
+        """A path box-memory is about to create: it must be a name Box Drive syncs (names.py)."""
+        check_path(clean_path(path))
+        return self._p(path)
+
+    def _taken(self, target: Path) -> str | None:
+        """The name in target's folder equal to target's name for Box, macOS and Windows (case
+        and Unicode normalisation folded), when it is not the very same name."""
+        want = fold(target.name)
+        try:
+            names = self._listing(target.parent)
+        except OSError:
+            return None
+        size = len(target.name)
+        return next(
+            (
+                n
+                for n in names
+                if n != target.name
+                and ((len(n) == size and n.lower() == want) if n.isascii() else fold(n) == want)
+            ),
+            None,
+        )
+
+    def _listing(self, folder: Path, *, reuse: bool = True) -> list[str]:
+        """The folder's names; with `reuse`, the last listing if the folder has not changed since
+        (only the collision check reuses: listings callers act on are always read afresh)."""
+        mtime = folder.stat().st_mtime_ns
+        hit = self._listed.get(folder)
+        if reuse and hit is not None and hit[0] == mtime:
+            return hit[1]
+        names = os.listdir(folder)  # noqa: PTH208
+        self._listed[folder] = (mtime, names)
+        return names
 
     def check_root(self) -> None:
         if not self.root.is_dir():
@@ -102,7 +144,7 @@ class LocalStore:
 
     def write_bytes(self, path: str, data: bytes) -> str | None:
         """Atomic replace: temp file in the same folder, fsync, rename over the target."""
-        target = self._p(path)
+        target = self._new(path)
         tmp = self._write_temp(target, data)
         try:
             tmp.replace(target)
@@ -113,15 +155,36 @@ class LocalStore:
         return None
 
     def create_bytes(self, path: str, data: bytes) -> str | None:
-        """Create-or-fail with the full content visible at once (link the finished temp file)."""
-        target = self._p(path)
+        """Create-or-fail with the full content visible at once (link the finished temp file).
+
+        A name that differs only in case or Unicode normalisation is the same file on Box, macOS
+        and Windows, so it counts as existing here too. Where hard links are not supported (a
+        File Provider mount), the temp file is renamed into place after the same check: callers
+        hold the workspace lock, so no other box-memory writer races it.
+        """
+        target = self._new(path)
+        if (other := self._taken(target)) is not None:
+            raise AlreadyExists(f"{path} already exists (as {other})")
+        seen = self._listed.get(target.parent)
         tmp = self._write_temp(target, data, sync=self._sync_each)
         try:
             os.link(tmp, target)
         except FileExistsError:
             raise AlreadyExists(f"{path} already exists") from None
+        except OSError as e:
+            if e.errno not in _NO_LINK:
+                raise
+            if os.path.lexists(target):
+                raise AlreadyExists(f"{path} already exists") from None
+            tmp.replace(target)
         finally:
             tmp.unlink(missing_ok=True)
+        if seen is not None and self._listed.get(target.parent) is seen:
+            # Keep the listing current with our own new file, so a run of creates in one folder
+            # (a batch import) does not list the folder again for every file.
+            seen[1].append(target.name)
+            with contextlib.suppress(OSError):
+                self._listed[target.parent] = (target.parent.stat().st_mtime_ns, seen[1])
         if self._sync_each:
             _fsync_dir(target.parent)
         return None
@@ -148,7 +211,8 @@ class LocalStore:
                         st = de.stat()
                     except FileNotFoundError:
                         continue
-                    out.append(Entry(de.name, de.is_dir(), st.st_size, st.st_mtime))
+                    name = de.name if de.name.isascii() else nfc(de.name)
+                    out.append(Entry(name, de.is_dir(), st.st_size, st.st_mtime))
         except FileNotFoundError:
             return []
         return out
@@ -156,20 +220,20 @@ class LocalStore:
     def list_names(self, path: str) -> list[str]:
         """Names only: no per-file stat, so a 10k-file folder lists in a few milliseconds."""
         try:
-            names = os.listdir(self._p(path))  # noqa: PTH208 - plain names, no Path objects: it is the hot path
-            return [n for n in names if not n.startswith(TMP_PREFIX)]
+            names = self._listing(self._p(path), reuse=False)  # plain names: it is the hot path
+            return [n if n.isascii() else nfc(n) for n in names if not n.startswith(TMP_PREFIX)]
         except (FileNotFoundError, NotADirectoryError):
             return []
 
     def mkdir(self, path: str) -> str | None:
-        self._p(path).mkdir(parents=True, exist_ok=True)
+        self._new(path).mkdir(parents=True, exist_ok=True)
         return None
 
     def move(self, src: str, dst: str) -> None:
-        s, d = self._p(src), self._p(dst)
+        s, d = self._p(src), self._new(dst)
         d.parent.mkdir(parents=True, exist_ok=True)
-        if d.exists():
-            raise AlreadyExists(f"{dst} already exists")
+        if d.exists() or (other := self._taken(d)) is not None:
+            raise AlreadyExists(f"{dst} already exists" + (f" (as {other})" if not d.exists() else ""))
         s.rename(d)
 
     @contextlib.contextmanager
