@@ -60,6 +60,13 @@ class ToolDisabled(BackendUnavailable):
     code = "tool_disabled"
 
 
+class Incompatible(BackendUnavailable):
+    """The server's catalogue cannot take a call box-memory needs (a required or essential
+    argument with no counterpart in the tool's inputSchema)."""
+
+    code = "incompatible"
+
+
 class BoxToolError(BoxMemoryError):
     """A Box tool answered with an error (relayed Box API error). `status`/`box_code` when known.
 

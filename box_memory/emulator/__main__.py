@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--ids", choices=["string", "number"], default="string")
     p.add_argument(
+        "--catalogue",
+        default="today",
+        help="tool catalogue snapshot: today, older, newer (box_memory/emulator/catalogues/) or a JSON file",
+    )
+    p.add_argument(
         "--listing",
         choices=["mini", "full"],
         default="mini",
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             paging=args.paging,
             shape=args.shape,
             ids=args.ids,
+            catalogue=args.catalogue,
             listing=args.listing,
             era=args.era,
             sessions=args.sessions,

@@ -38,8 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from box_memory.emulator import catalogue
 from box_memory.emulator.boxfs import BoxApiError, BoxFS, Item
-from box_memory.emulator.tools import TOOLS, TOOLS_BY_NAME, ToolContext, run_tool
+from box_memory.emulator.tools import TOOLS_BY_NAME, ToolContext, run_tool
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -99,6 +100,7 @@ class Switches:
     upload_text_only: bool = False  # upload_file refuses names outside the documented text types
     shared_links: frozenset[str] = frozenset()  # item ids with a shared link: write tools refuse below
     external_collaborators: frozenset[str] = frozenset()  # item ids with an external collaborator
+    catalogue: str = "today"  # which tool catalogue snapshot to serve (catalogue.py), or a file
     disabled_tools: frozenset[str] = frozenset()
     hidden_tools: frozenset[str] = frozenset()
     download_ttl_s: float = 900
@@ -107,6 +109,7 @@ class Switches:
         for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        catalogue.catalogue_path(self.catalogue)  # raises ValueError for an unknown one
         bad = [k for k in self.error_kinds if k not in ERROR_KINDS]
         if bad or not self.error_kinds:
             raise ValueError(
@@ -410,13 +413,15 @@ class Emulator:
         hidden = self.switches.hidden_tools
         return [
             types.Tool(
-                name=spec.name,
-                description=spec.description,
-                input_schema=spec.input_schema,
-                annotations=types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
+                name=name,
+                description=entry.get("description") or "",
+                input_schema=entry["inputSchema"],
+                annotations=types.ToolAnnotations(
+                    read_only_hint=bool(entry.get("readOnly")), destructive_hint=False
+                ),
             )
-            for spec in TOOLS
-            if spec.name not in hidden
+            for name, entry in catalogue.load(self.switches.catalogue).items()
+            if name not in hidden
         ]
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> Any:
@@ -440,8 +445,9 @@ class Emulator:
                 ToolCall(name, arguments, started, outcome, status, code, (time.perf_counter() - t0) * 1000)
             )
 
-        spec = TOOLS_BY_NAME.get(name)
-        if spec is None or name in sw.hidden_tools:
+        entry = catalogue.load(sw.catalogue).get(name)
+        spec = TOOLS_BY_NAME.get(str(entry.get("emulatorHandler") or name)) if entry else None
+        if spec is None or entry is None or name in sw.hidden_tools:
             done("unknown_tool")
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         if name in sw.disabled_tools:
@@ -466,9 +472,10 @@ class Emulator:
             upload_text_only=sw.upload_text_only,
         )
         try:
+            handler_args = catalogue.adapt(entry, arguments)
             if not spec.read_only and (sw.shared_links or sw.external_collaborators):
-                self._guard_write(arguments, sw)
-            payload = await anyio.to_thread.run_sync(run_tool, spec, tool_ctx, arguments)
+                self._guard_write(handler_args, sw)
+            payload = await anyio.to_thread.run_sync(run_tool, spec, tool_ctx, handler_args)
         except BoxApiError as exc:
             body = exc.body()
             if sw.ids == "number":

@@ -53,6 +53,7 @@ from box_memory.errors import (
     ToolMissing,
 )
 from box_memory.mcp.payload import tool_error, unwrap, unwrap_text
+from box_memory.mcp.schema import shape_args
 
 __all__ = [
     "DEFAULT_URL",
@@ -612,6 +613,7 @@ class BoxMCPClient:
 
     async def _acall(self, name: str, args: dict[str, Any], reader: Callable[[str, Any], Any]) -> Any:
         self._check_call(name)
+        args = shape_args(name, args, self.tools[name].get("inputSchema"))
 
         async def attempt() -> Any:
             conn = await self._live()

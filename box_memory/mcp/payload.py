@@ -62,6 +62,7 @@ class Page:
     total_count: int | None = None
     offset: int | None = None
     limit: int | None = None
+    marker_end: bool = False  # a marker-paged page that said "no next page" (next_marker null/empty)
 
     @property
     def has_more(self) -> bool:
@@ -143,7 +144,7 @@ class Pager:
             self._markers.add(page.next_marker)
             self.marker = page.next_marker
             return True
-        if self.marker is not None:  # marker paging ended
+        if self.marker is not None or page.marker_end:  # marker paging ended, and said so
             return self._check_total()
         start = page.offset if page.offset is not None else self.offset
         self.offset = start + n
@@ -559,6 +560,7 @@ def listing(payload: Any, *, tool: str = "list_folder_content_by_folder_id") -> 
             total_count=_as_int(_get(holder, *TOTAL_KEYS)),
             offset=_as_int(_get(holder, "offset")),
             limit=_as_int(_get(holder, "limit")),
+            marker_end=not marker and any(k in holder for k in MARKER_KEYS),
         )
     except BoxMemoryError:
         raise

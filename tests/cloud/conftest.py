@@ -30,6 +30,9 @@ SHAPES: dict[str, dict[str, str]] = {
     "cloud-text": {"paging": "marker", "shape": "text", "ids": "string"},
     "cloud-numeric": {"paging": "marker", "shape": "structured", "ids": "number"},
     "cloud-offset-text-numeric": {"paging": "offset", "shape": "text", "ids": "number"},
+    # Tool catalogue snapshots (box_memory/emulator/catalogues/, each citing its source).
+    "cloud-older": {"paging": "marker", "shape": "structured", "ids": "string", "catalogue": "older"},
+    "cloud-newer": {"paging": "offset", "shape": "structured", "ids": "string", "catalogue": "newer"},
 }
 FULL = ["local", "cloud"]
 DEFAULTS: dict[str, Any] = {
@@ -53,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "upload_text_only": False,
     "shared_links": (),
     "external_collaborators": (),
+    "catalogue": "today",
 }
 
 
