@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,16 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     ):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def _no_held_recall_caches() -> Iterator[None]:
+    """A test that runs the MCP server in-process turns on `serve`'s kept-open recall caches for
+    the whole process; close them after each test so the next one sees the CLI's per-call caches."""
+    yield
+    from box_memory.recall_cache import close_held
+
+    close_held()
 
 
 class Cli:
