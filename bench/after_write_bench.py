@@ -7,7 +7,9 @@ Uses the corpus of `bench/recall_bench.py` (`DIR/ws-N`; at 100k its `memories/` 
 memories). Each round, for each interpreter in turn (its own BOX_MEMORY_HOME, so its own recall
 cache): an untimed recall brings its cache up to date with the other interpreter's writes; then a
 timed `python -m box_memory write ... --quiet` into `memories/`, then the timed first recall after
-it (`recall zanzibar --json`), then a second recall (the warm figure, for reference). Run from a
+it (`recall zanzibar --json`), then a second recall (the warm figure, for reference). Reported: wall
+p50 (p90) and the median CPU time of the child (user + system), the steadier figure on a shared
+machine. Run from a
 folder outside any checkout, so each interpreter imports its own installed box_memory. The corpus
 keeps the writes.
 """
@@ -28,10 +30,15 @@ sys.path.insert(0, str(ROOT))
 from bench.serve_bench import _env, _pct, corpus  # noqa: E402
 
 
-def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU (user + system of the child) milliseconds of one process."""
     t = time.perf_counter()
-    subprocess.run(cmd, env=env, cwd=cwd, check=True, capture_output=True)
-    return (time.perf_counter() - t) * 1000
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - t) * 1000
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} failed")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
 def main() -> None:
@@ -50,7 +57,9 @@ def main() -> None:
     ws, _ = corpus(args.size, args.out)
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     envs = {name: _env(args.out / f"home-after-write-{args.size}" / name) for name in pythons}
-    times: dict[str, dict[str, list[float]]] = {n: {"write": [], "first": [], "warm": []} for n in pythons}
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {
+        n: {"write": [], "first": [], "warm": []} for n in pythons
+    }
     for i in range(args.runs):
         for name, py in pythons.items():
             recall = [py, "-m", "box_memory", "recall", "zanzibar", "-w", str(ws), "--json"]
@@ -63,8 +72,10 @@ def main() -> None:
             times[name]["first"].append(_run(recall, envs[name], ws))
             times[name]["warm"].append(_run(recall, envs[name], ws))
     lines = [
-        "| memories in memories/ | step | " + " | ".join(f"{n} p50 (p90) ms" for n in pythons) + " |",
-        "|---:|---|" + "---:|" * len(pythons),
+        "| memories in memories/ | step | "
+        + " | ".join(f"{n} wall p50 (p90) ms | {n} cpu p50 ms" for n in pythons)
+        + " |",
+        "|---:|---|" + "---:|---:|" * len(pythons),
     ]
     n_folder = int(args.size * 0.4)
     for step, label in (
@@ -72,9 +83,12 @@ def main() -> None:
         ("first", "first recall after the write"),
         ("warm", "next recall"),
     ):
-        cells = [
-            f"{statistics.median(times[n][step]):.0f} ({_pct(times[n][step], 0.9):.0f})" for n in pythons
-        ]
+        cells = []
+        for n in pythons:
+            wall, cpu = [w for w, _ in times[n][step]], [c for _, c in times[n][step]]
+            cells.append(
+                f"{statistics.median(wall):.0f} ({_pct(wall, 0.9):.0f}) | {statistics.median(cpu):.0f}"
+            )
         lines.append(f"| {n_folder:,} | {label} | " + " | ".join(cells) + " |")
     print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))

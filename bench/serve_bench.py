@@ -13,7 +13,9 @@ client sees it (JSON-RPC framing over the pipes, the server's work, the client's
 result against the tool's output schema). Also checked per shape: the hits' ids equal those of the
 CLI's `recall --json`.
 
-Reported per server and shape: p50 and p90 in milliseconds.
+Reported per server and shape: p50 and p90 in milliseconds, and the server process's CPU time per
+call (user + system from /proc, summed over the runs and divided by their number: clock ticks are
+10 ms, so only the mean is meaningful), the steadier figure on a shared machine.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ async def bench_size(
 
     shapes = [(shape, query) for shape, query, _ in _queries(manifest)]
     times: dict[str, dict[str, list[float]]] = {name: {s: [] for s, _ in shapes} for name in pythons}
+    cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(times[name], 0.0) for name in pythons}
     # One home (so one recall cache) per interpreter: builds of another cache schema never share one.
     envs = {name: _env(home / name) for name in pythons}
     cli_ids: dict[str, list[str]] = {}
@@ -91,14 +94,42 @@ async def bench_size(
                     raise SystemExit(
                         f"{name}: serve and CLI disagree on {shape!r}: {ids} != {cli_ids[shape]}"
                     )
+        pids = _server_pids(pythons)
         for _ in range(runs):
             for shape, query in shapes:
                 for name, client in clients.items():
+                    c = _cpu_ms(pids[name])
                     t = time.perf_counter()
                     res = await client.call_tool("recall", {"query": query})
                     assert not res.is_error, res.content
                     times[name][shape].append((time.perf_counter() - t) * 1000)
-    return times
+                    cpu[name][shape] += _cpu_ms(pids[name]) - c
+    return times, cpu
+
+
+def _server_pids(pythons: dict[str, str]) -> dict[str, int]:
+    """The serve processes this bench spawned (children of this process), by interpreter."""
+    out: dict[str, int] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"serve" in argv:
+            for name, py in pythons.items():
+                if argv[0].decode() == py:
+                    out[name] = int(d.name)
+    return out
+
+
+def _cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far (clock-tick resolution, 10 ms here)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -119,16 +150,21 @@ def main() -> None:
         f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; "
         f"load average at start {os.getloadavg()[0]:.2f}."
     )
-    header = "| memories | query shape | " + " | ".join(f"{n} p50 (p90) ms" for n in pythons) + " |"
-    lines = [header, "|---:|---|" + "---:|" * len(pythons)]
+    header = (
+        "| memories | query shape | "
+        + " | ".join(f"{n} p50 (p90) ms | {n} server cpu ms/call" for n in pythons)
+        + " |"
+    )
+    lines = [header, "|---:|---|" + "---:|---:|" * len(pythons)]
     for n in (int(s) for s in args.sizes.split(",")):
         ws, manifest = corpus(n, args.out)
         home = args.out / f"home-serve-{n}"
-        times = anyio.run(bench_size, ws, manifest, pythons, home, args.runs)
+        times, cpu = anyio.run(bench_size, ws, manifest, pythons, home, args.runs)
         shapes = list(next(iter(times.values())))
         for shape in shapes:
             cells = [
                 f"{statistics.median(times[name][shape]):.2f} ({_pct(times[name][shape], 0.9):.2f})"
+                f" | {cpu[name][shape] / args.runs:.1f}"
                 for name in pythons
             ]
             lines.append(f"| {n:,} | {shape} | " + " | ".join(cells) + " |")
