@@ -8,7 +8,9 @@ the writes land nowhere else) is served by `PY -m box_memory serve --transport s
 127.0.0.1. Each client is its own process with its own `mcp.Client` session; for `--seconds` it
 calls, back to back, `recall` (a random query shape of recall_bench.py) or, with probability
 `--write-share`, `write` (a new memory with a unique title). Reported: calls and recalls per
-second, recall and write latency p50/p99 (ms, as each client sees it), failed calls. Afterwards
+second, recall and write latency p50/p99 (ms, as each client sees it), failed calls, and the CPU
+time per call of the server process and of the client processes together (where the time goes on a
+2-core machine). Afterwards
 every acknowledged write is checked: its file is on disk, its id is in its folder's `_index.json`,
 and a fresh CLI `recall <id> --json` finds it. With `--baseline-python`, the same load runs against
 that interpreter's server too, the two runs alternating (baseline first). The request loops are
@@ -21,6 +23,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -38,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.recall_bench import _queries  # noqa: E402
-from bench.serve_bench import _env, _pct, corpus  # noqa: E402
+from bench.serve_bench import _cpu_ms, _env, _pct, corpus  # noqa: E402
 
 
 def _client(url: str, queries: list[str], seconds: float, write_share: float, seed: int, out: Any) -> None:
@@ -78,7 +81,9 @@ def _client(url: str, queries: list[str], seconds: float, write_share: float, se
                         failed.append(str(res.content[0].text))  # type: ignore[union-attr]
 
     anyio.run(main)
-    out.put({"recalls": recalls, "writes": writes, "acked": acked, "failed": failed})
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru.ru_utime + ru.ru_stime) * 1000
+    out.put({"recalls": recalls, "writes": writes, "acked": acked, "failed": failed, "cpu": cpu})
 
 
 def _free_port() -> int:
@@ -123,6 +128,7 @@ def run_one(
     )  # fmt: skip
     try:
         _wait(url, proc)
+        server_cpu = _cpu_ms(proc.pid)
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
         t = time.perf_counter()
@@ -136,6 +142,7 @@ def run_one(
         for p in procs:
             p.join()
         wall = time.perf_counter() - t
+        server_cpu = _cpu_ms(proc.pid) - server_cpu
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
@@ -172,6 +179,9 @@ def run_one(
         "failed": failed,
         "lost": sorted(set(lost)),
         "checked_by_cli": len(sample),
+        "server_cpu": server_cpu,
+        "client_cpu": sum(r["cpu"] for r in results),
+        "load": os.getloadavg()[0],
     }
 
 
@@ -194,17 +204,19 @@ def main() -> None:
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     lines = [
         "| server | calls/s | recalls/s | recall p50 | recall p99 | writes | write p50 | write p99 "
-        "| failed | lost (of acknowledged) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| failed | lost (of acknowledged) | server cpu ms/call | clients cpu ms/call | load after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, py in pythons.items():
         r = run_one(name, py, src, manifest, args)
         rec, wr = r["recalls"], r["writes"]
+        calls = len(rec) + len(wr)
         lines.append(
             f"| {name} | {(len(rec) + len(wr)) / r['wall']:.0f} | {len(rec) / r['wall']:.0f} "
             f"| {statistics.median(rec):.1f} | {_pct(rec, 0.99):.1f} | {len(wr)} "
             f"| {statistics.median(wr) if wr else 0:.0f} | {_pct(wr, 0.99) if wr else 0:.0f} "
-            f"| {len(r['failed'])} | {len(r['lost'])} of {r['acked']} ({r['checked_by_cli']} by CLI recall) |"
+            f"| {len(r['failed'])} | {len(r['lost'])} of {r['acked']} ({r['checked_by_cli']} by CLI recall) "
+            f"| {r['server_cpu'] / calls:.1f} | {r['client_cpu'] / calls:.1f} | {r['load']:.1f} |"
         )
         print(lines[-1], flush=True)
         for f in r["failed"][:5]:
