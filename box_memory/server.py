@@ -413,6 +413,7 @@ class MemoryServer:
         self._mutex = threading.Lock()  # one call at a time: a cloud store is single-threaded
         self._ws: Workspace | None = None  # the open local workspace, kept while its config is
         self._config_sig: str | None = None  # unchanged (this stat of `_box-memory.json`)
+        self._tools: list[Any] | None = None
 
     def workspace(self) -> Workspace:
         """Resolve on first use (never at start-up), cache the location, open it for this call
@@ -489,7 +490,11 @@ class MemoryServer:
     async def _on_list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        return types.ListToolsResult(tools=[t.describe() for t in TOOLS])
+        # Built once: the catalogue never changes while serving, and its JSON schemas cost ~10 ms
+        # of pydantic work. A stateless HTTP client lists the tools before each call.
+        if self._tools is None:
+            self._tools = [t.describe() for t in TOOLS]
+        return types.ListToolsResult(tools=self._tools)
 
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         import anyio.to_thread

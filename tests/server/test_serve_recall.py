@@ -185,3 +185,18 @@ def test_serve_sees_every_change_at_once(cli: Cli, tmp_path: Path) -> None:
             await same_as_cli(client, cli, ws, {"query": ids["jwt"]})
 
     anyio.run(main)
+
+
+def test_the_tool_catalogue_is_built_once() -> None:
+    """A stateless HTTP client lists the tools before every call: the schemas are not rebuilt."""
+    from box_memory.server import TOOLS, MemoryServer
+
+    server = MemoryServer()
+
+    async def main() -> None:
+        first = await server._on_list_tools(None, None)
+        again = await server._on_list_tools(None, None)
+        assert [t.name for t in first.tools] == [t.name for t in TOOLS]
+        assert all(a is b for a, b in zip(first.tools, again.tools, strict=True))
+
+    anyio.run(main)
