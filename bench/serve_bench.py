@@ -132,6 +132,34 @@ def _cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def in_process(ws: Path, manifest: dict[str, Any], home: Path, runs: int) -> list[str]:
+    """The server's own work per recall, no transport: `MemoryServer.call` in this process on its
+    kept-open cache (the interpreter running this bench; its box_memory is what is measured)."""
+    os.environ["BOX_MEMORY_HOME"] = str(home)
+    from box_memory.server import MemoryServer
+
+    server = MemoryServer(str(ws))
+    shapes = [(shape, query) for shape, query, _ in _queries(manifest)]
+    for _, query in shapes:
+        server.call("recall", {"query": query})
+    wall: dict[str, list[float]] = {s: [] for s, _ in shapes}
+    cpu = dict.fromkeys(wall, 0.0)
+    refresh: dict[str, list[float]] = {s: [] for s, _ in shapes}
+    for _ in range(runs):
+        for shape, query in shapes:
+            c, t = time.process_time(), time.perf_counter()
+            result, _ = server.call("recall", {"query": query})
+            wall[shape].append((time.perf_counter() - t) * 1000)
+            cpu[shape] += (time.process_time() - c) * 1000
+            refresh[shape].append(result["data"]["cache"]["refresh_ms"])
+    n = manifest["n"]
+    return [
+        f"| {n:,} | {s} | {statistics.median(wall[s]):.2f} | {cpu[s] / runs:.2f} "
+        f"| {statistics.median(refresh[s]):.2f} |"
+        for s, _ in shapes
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -141,7 +169,21 @@ def main() -> None:
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter whose box_memory serves")
     ap.add_argument("--baseline-python", default=None, help="a second interpreter, e.g. an older build")
+    ap.add_argument(
+        "--in-process", action="store_true", help="time MemoryServer.call in this process instead"
+    )
     args = ap.parse_args()
+    if args.in_process:
+        rows = [
+            "| memories | query shape | wall p50 ms | cpu ms/call | refresh p50 ms |",
+            "|---:|---|---:|---:|---:|",
+        ]
+        for n in (int(s) for s in args.sizes.split(",")):
+            ws, manifest = corpus(n, args.out)
+            rows += in_process(ws, manifest, args.out / f"home-serve-{n}" / "new", args.runs)
+        print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+        print("\n".join(rows))
+        return
     pythons = {"new": args.python}
     if args.baseline_python:
         pythons = {"baseline": args.baseline_python, "new": args.python}
