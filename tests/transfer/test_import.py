@@ -300,3 +300,14 @@ def test_progress_bar_only_on_a_terminal(ws: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert "importing" not in piped.stderr
+
+
+def test_unreadable_file_is_reported_by_name(cli, ws: Path, tmp_path: Path) -> None:
+    """A file that cannot be opened (here a dangling symlink: root ignores permission bits) is
+    one reported item; the others import."""
+    src = copy_source(tmp_path, "markdown/notes")
+    (src / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    data = do_import(cli, ws, str(src), "--from", "markdown")["data"]
+    reasons = {Path(e["ref"]).name: e["reason"] for e in data["errors"]}
+    assert reasons["gone.md"].startswith("unreadable (")
+    assert data["imported"] == 3
