@@ -699,7 +699,6 @@ def run_import(
     fmt: str | None = None,
     team: str | None = None,
     dry_run: bool = False,
-    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch."""
     from box_memory.memories import infer_kind, prepare_write, write_many
@@ -769,7 +768,9 @@ def run_import(
         ]  # fmt: skip
         return report
 
-    total = len(planned)
+    from box_memory.progress import task
+
+    bar = task("Importing", len(planned), "memories")  # drawn on a terminal only (box_memory.progress)
 
     def on_item(i: int, res: dict[str, Any] | None, err: BoxMemoryError | None) -> None:
         pl = planned[i]
@@ -778,12 +779,12 @@ def run_import(
         elif res is not None:
             report.written.append({"ref": pl.item.ref, "id": res["id"], "title": res["title"],
                                    "kind": res["kind"], "file": res["file"]})  # fmt: skip
-        if progress is not None:
-            progress(i + 1, total)
+        t.advance()
 
-    report.warnings += write_many(
-        ws, [pl.prepared for pl in planned], writer="box-memory import", skill="import", on_item=on_item
-    )
+    with bar as t:
+        report.warnings += write_many(
+            ws, [pl.prepared for pl in planned], writer="box-memory import", skill="import", on_item=on_item
+        )
     return report
 
 

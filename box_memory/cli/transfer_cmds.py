@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -15,38 +15,6 @@ from box_memory.cli.output import Outcome, escape, run
 def register(app: typer.Typer) -> None:
     app.command("import")(import_cmd)
     app.command("export")(export_cmd)
-
-
-class _Bar:
-    """A rich progress bar on stderr, only when stderr is a terminal (never in --json/--quiet)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self._progress is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            self._progress = Progress(
-                "importing",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(file=sys.stderr),
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("import", total=total)
-        self._progress.update(self._task, completed=done)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
 
 
 def import_cmd(
@@ -75,11 +43,7 @@ def import_cmd(
         from box_memory.workspace import open_workspace
 
         ws = open_workspace(o.workspace)
-        bar = _Bar(not (o.json or o.quiet))
-        try:
-            report = run_import(ws, source, fmt=from_, team=team, dry_run=dry_run, progress=bar)
-        finally:
-            bar.close()
+        report = run_import(ws, source, fmt=from_, team=team, dry_run=dry_run)
         data = report.as_dict()
         warnings = [f"{e['ref']}: {e['reason']}" for e in report.errors] + report.warnings
         lines: list[str] = []
