@@ -55,6 +55,8 @@ class Runner:
         if res.exit_code != 0:
             raise SystemExit(f"{args} failed ({res.exit_code}): {res.output[-500:]}")
         calls = self.emu.calls
+        counters = self.emu.counters
+        billed = sum(counters.get(f"rpc:{m}", 0) for m in ("initialize", "tools/list", "tools/call"))
         names = Counter(c.name for c in calls)
         per_folder = Counter(
             str(c.arguments.get("folder_id")) for c in calls if c.name == "list_folder_content_by_folder_id"
@@ -62,6 +64,7 @@ class Runner:
         return {
             "wall": wall,
             "calls": len(calls),
+            "billed": billed,
             "listings": names["list_folder_content_by_folder_id"],
             "max_per_folder": max(per_folder.values(), default=0),
             "reads": names["get_file_content"],
@@ -77,10 +80,33 @@ class Runner:
             "median_ms": statistics.median(walls) * 1000,
             "p90_ms": walls[min(len(walls) - 1, round(0.9 * (len(walls) - 1)))] * 1000,
             "calls": last["calls"],
+            "billed": last["billed"],
             "listings": last["listings"],
             "max_per_folder": last["max_per_folder"],
             "reads": last["reads"],
         }
+
+    def compare(self, label: str, runs: int, *args: str) -> list[dict[str, Any]]:
+        """The command without and with the catalogue cache, runs interleaved (same machine load)."""
+        rows: dict[str, list[dict[str, Any]]] = {"0": [], "1": []}
+        for i in range(runs):
+            for mode in ("0", "1"):
+                os.environ["BOX_MEMORY_CATALOGUE_CACHE"] = mode
+                rows[mode].append(self.once(*(a.replace("{n}", f"{i}.{mode}") for a in args)))
+        os.environ["BOX_MEMORY_CATALOGUE_CACHE"] = "1"
+        out = []
+        for mode, tag in (("0", "before: no catalogue cache"), ("1", "after")):
+            walls = sorted(r["wall"] for r in rows[mode])
+            last = rows[mode][-1]
+            out.append(
+                {
+                    "command": f"{label} ({tag})",
+                    "median_ms": statistics.median(walls) * 1000,
+                    "p90_ms": walls[min(len(walls) - 1, round(0.9 * (len(walls) - 1)))] * 1000,
+                    **{k: last[k] for k in ("calls", "billed", "listings", "max_per_folder", "reads")},
+                }
+            )
+        return out
 
 
 def main() -> None:
@@ -121,6 +147,7 @@ def main() -> None:
         shutil.rmtree(tmp / "home" / "cache", ignore_errors=True)  # no recall or text cache at all
         rows.append(r.measure("recall, cold caches (reads every file)", 1, "recall", "cache review"))
         rows.append(r.measure("recall free text (warm)", args.runs, "recall", "cache review"))
+        rows.extend(r.compare("recall free text (warm)", args.runs, "recall", "cache review"))
         rows.append(r.measure("recall [[Title]] (warm)", args.runs, "recall", "[[Auth token note 0]]"))
         rows.append(r.measure("recall structured (warm)", args.runs, "recall", "kind:note tag:budget"))
         rows.append(r.measure("get by slug (warm)", args.runs, "get", "auth-token-note-0"))
@@ -140,6 +167,12 @@ def main() -> None:
                 "max_per_folder": writes[-1]["max_per_folder"],
                 "reads": writes[-1]["reads"],
             }
+        )
+        rows[-1]["billed"] = writes[-1]["billed"]
+        rows.extend(
+            r.compare(
+                "write (new memory)", args.runs, "write", "We decided to compare {n}.", "--title", "Cmp {n}"
+            )
         )
         first = writes[0]["data"]["id"]
         rows.append(
@@ -172,13 +205,14 @@ def main() -> None:
             raise SystemExit(proc.stderr[-500:])
 
     table = [
-        "| command | median ms | p90 ms | tool calls | listings | max listings of one folder | file reads |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| command | median ms | p90 ms | tool calls | billed calls | listings | max listings of one folder "
+        "| file reads |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         table.append(
             f"| {row['command']} | {row['median_ms']:.0f} | {row['p90_ms']:.0f} | {row['calls']} | "
-            f"{row['listings']} | {row['max_per_folder']} | {row['reads']} |"
+            f"{row.get('billed', '')} | {row['listings']} | {row['max_per_folder']} | {row['reads']} |"
         )
     summary = "\n".join(table)
     print(summary)

@@ -38,9 +38,33 @@ def _lines(r: dict[str, Any]) -> list[str]:
         if user.get("login") or user.get("name"):
             who = f"{user.get('name') or ''} {user.get('login') or ''}".strip()
             lines.append(f"  signed in as: {escape(who)}")
+    for f in r.get("features") or []:
+        colour = {"PASS": "green", "DEGRADED": "yellow"}.get(f["verdict"], "red")
+        line = f"  [{colour}]{f['verdict']}[/{colour}] {escape(f['feature'])}"
+        if f.get("problem"):
+            line += f": {escape(f['problem'])}" + (
+                f" - lost: {escape(f['lost'])}" if f["verdict"] == "DEGRADED" else ""
+            )
+        lines.append(line)
+    wt = r.get("write_test")
+    if wt:
+        for s in wt["steps"]:
+            mark = "ok" if s["ok"] else f"FAILED: {escape(s.get('error') or '')}"
+            lines.append(f"  write test - {escape(s['step'])}: {mark} ({s['ms']} ms)")
     if r.get("error"):
         lines.append(f"  {escape(r['error'])}")
     return lines
+
+
+def _deep_problem(r: dict[str, Any]) -> str:
+    """The first thing that made a deep check INCOMPATIBLE, as one line."""
+    for f in r.get("features") or []:
+        if f["verdict"] == "INCOMPATIBLE":
+            return f"{f['feature']}: {f.get('problem')}"
+    for s in (r.get("write_test") or {}).get("steps", []):
+        if not s["ok"]:
+            return f"write test failed at {s['step']}: {s.get('error')}"
+    return "Box MCP server is not usable"
 
 
 def mcp_check_cmd(
@@ -49,6 +73,18 @@ def mcp_check_cmd(
         typer.Option("--url", help="MCP endpoint (default: BOX_MCP_URL, else https://mcp.box.com/)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 15.0,
+    deep: Annotated[
+        bool,
+        typer.Option("--deep", help="Check every tool and argument box-memory uses, per feature."),
+    ] = False,
+    write_test: Annotated[
+        str | None,
+        typer.Option(
+            "--write-test",
+            metavar="FOLDER_ID",
+            help="With --deep: a write round trip in a scratch folder created in this Box folder.",
+        ),
+    ] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -60,14 +96,24 @@ def mcp_check_cmd(
         from box_memory.mcp.auth import TokenSource
         from box_memory.mcp.client import default_url, mcp_check
 
-        report = mcp_check(url or default_url(), TokenSource(), timeout=timeout).to_dict()
+        if write_test is not None and not write_test.strip().isdigit():
+            from box_memory.errors import InvalidInput
+
+            raise InvalidInput(f"--write-test needs a Box folder id (digits), not {write_test!r}")
+        report = mcp_check(
+            url or default_url(),
+            TokenSource(),
+            timeout=timeout,
+            deep=deep or bool(write_test),
+            write_test=write_test.strip() if write_test else None,
+        ).to_dict()
         if report["verdict"] in ("PASS", "DEGRADED"):
             return Outcome(report, _lines(report))
         code = report.get("error_code") or "incompatible"
         message = report.get("error") or (
             f"required Box tools missing: {', '.join(report['required_missing'])}"
             if report["required_missing"]
-            else "Box MCP server is not usable"
+            else _deep_problem(report)
         )
         if not (report["reachable"] and report["auth_ok"]) and not o.json:
             # Unreachable or refused: one clear line on stderr, like every other command.

@@ -737,6 +737,8 @@ class EmulatorASGI:
         rpc: dict[str, Any] = message if isinstance(message, dict) else {}
         rpc_method = rpc.get("method")
         params: dict[str, Any] = rpc["params"] if isinstance(rpc.get("params"), dict) else {}
+        if isinstance(rpc_method, str):
+            emu._count(f"rpc:{rpc_method}")  # initialize, tools/list, tools/call... (billed calls)
         is_tool_call = rpc_method == "tools/call"
         tool_name = str(params.get("name", "")) if is_tool_call else ""
         tool_args: dict[str, Any] = params["arguments"] if isinstance(params.get("arguments"), dict) else {}

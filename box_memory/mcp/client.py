@@ -49,6 +49,7 @@ from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
     BoxToolError,
+    Incompatible,
     ToolDisabled,
     ToolMissing,
 )
@@ -341,6 +342,7 @@ class BoxMCPClient:
         max_wait: float = 120.0,
         sleep: SleepFn | None = None,
         rng: random.Random | None = None,
+        catalogue_cache: bool = True,
     ) -> None:
         self.url = url or default_url()
         if token_source is None:
@@ -359,6 +361,8 @@ class BoxMCPClient:
         self._sleep_fn = sleep
         self._rng = rng or random.Random()
         self.tools: dict[str, dict[str, Any]] = {}
+        self.catalogue_cached = False  # self.tools came from the on-disk catalogue cache
+        self.catalogue_cache = catalogue_cache and os.environ.get("BOX_MEMORY_CATALOGUE_CACHE", "1") != "0"
         self.allowed_tools: set[str] | frozenset[str] | None = None
         self.call_count = 0
         self.server_name: str | None = None
@@ -424,6 +428,10 @@ class BoxMCPClient:
                     cm.__exit__(None, None, None)
 
     # -- public calls -------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._portal is not None
 
     def has_tool(self, name: str) -> bool:
         return name in self.tools
@@ -531,6 +539,11 @@ class BoxMCPClient:
 
     async def _aopen(self) -> None:
         await self._reconnect(None)
+        cached = _read_catalogue(self.url, self._token) if self.catalogue_cache else None
+        if cached:
+            self.tools, self.catalogue_cached = cached, True
+            self._absorb(self._conn)
+            return
         await self._load_catalogue()
         if not self.tools:  # a server that is still starting may list nothing: reconnect once
             await self._reconnect(self._conn)
@@ -544,6 +557,8 @@ class BoxMCPClient:
         except Exception as exc:
             raise self._classify_failure(exchange, exc, tool=None, established=False) from None
         self._conn = conn
+        if self.catalogue_cached:
+            self._absorb(conn)
         try:
             self.protocol_version = conn.client.protocol_version
             info = conn.client.server_info
@@ -595,6 +610,33 @@ class BoxMCPClient:
             return tools
 
         self.tools = await self._retrying(list_all, retries=self.max_retries)
+        self.catalogue_cached = False
+        if self.catalogue_cache and self.tools:
+            _write_catalogue(self.url, self._token, self.tools)
+
+    def _absorb(self, conn: _Connection | None) -> None:
+        """Give the SDK session the cached catalogue, as the SDK's own response cache does
+        (`ClientSession._absorb_tool_listing`); without it the session would list the tools
+        itself before the first call. Where the SDK lacks the hook it lists them: correct, one
+        call dearer."""
+        absorb = (
+            getattr(getattr(conn.client, "session", None), "_absorb_tool_listing", None) if conn else None
+        )
+        if absorb is None or not self.tools:
+            return
+        with contextlib.suppress(Exception):
+            import mcp_types as types
+
+            listed = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in self.tools.values()])
+            absorb(listed, complete=True)
+
+    async def _revalidate(self) -> bool:
+        """Re-read a cached catalogue from the server (a call met an unknown tool or a schema
+        error); True when it was cached, so the call is worth one more try."""
+        if not self.catalogue_cached:
+            return False
+        await self._load_catalogue()
+        return True
 
     # -- internals: calling -------------------------------------------------------------------
 
@@ -612,6 +654,15 @@ class BoxMCPClient:
             )
 
     async def _acall(self, name: str, args: dict[str, Any], reader: Callable[[str, Any], Any]) -> Any:
+        try:
+            return await self._acall_once(name, args, reader)
+        except (ToolMissing, Incompatible, BoxToolError) as exc:
+            stale = isinstance(exc, ToolMissing | Incompatible) or _schema_error(exc)
+            if not stale or not await self._revalidate():
+                raise
+            return await self._acall_once(name, args, reader)
+
+    async def _acall_once(self, name: str, args: dict[str, Any], reader: Callable[[str, Any], Any]) -> Any:
         self._check_call(name)
         args = shape_args(name, args, self.tools[name].get("inputSchema"))
 
@@ -804,6 +855,72 @@ def _leaves(group: BaseException) -> Iterator[BaseException]:
 
 
 # ---------------------------------------------------------------------------------------------
+# The catalogue cache: each session start and tools/list is a billed call under custom credentials
+# (DOC2 in CONNECTORS.md), so the tool list is kept per server URL and credentials for a day and
+# re-read when a call meets an unknown tool or a schema error.
+
+CATALOGUE_TTL_S = 24 * 3600.0
+_SCHEMA_ERROR_RE = re.compile(
+    r"(input validation|validation error|unexpected argument|invalid (param|argument))", re.I
+)
+
+
+def _schema_error(exc: BaseException) -> bool:
+    return (
+        isinstance(exc, BoxToolError)
+        and exc.status in (None, 400, 422)
+        and bool(_SCHEMA_ERROR_RE.search(str(exc)))
+    )
+
+
+def _catalogue_file(url: str) -> Any:
+    import hashlib
+
+    from box_memory.paths import user_dirs
+
+    key = hashlib.sha256(url.encode()).hexdigest()[:24]
+    return user_dirs().cache / "catalogue" / f"{key}.json"
+
+
+def _credential_key(url: str, token: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(f"{url}\0{token}".encode()).hexdigest()  # the token itself is never stored
+
+
+def _read_catalogue(url: str, token: str) -> dict[str, dict[str, Any]] | None:
+    import json
+
+    try:
+        data = json.loads(_catalogue_file(url).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("credentials") != _credential_key(url, token):
+        return None
+    saved = data.get("saved_at")
+    if not isinstance(saved, int | float) or not 0 <= time.time() - saved < CATALOGUE_TTL_S:
+        return None
+    tools = data.get("tools")
+    return tools if isinstance(tools, dict) and tools else None
+
+
+def _write_catalogue(url: str, token: str, tools: dict[str, dict[str, Any]]) -> None:
+    import json
+    import secrets
+
+    path = _catalogue_file(url)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".tmp-{secrets.token_hex(6)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(
+                {"credentials": _credential_key(url, token), "saved_at": time.time(), "tools": tools}, fh
+            )
+        tmp.replace(path)
+
+
+# ---------------------------------------------------------------------------------------------
 # mcp-check
 
 
@@ -825,9 +942,16 @@ class CheckReport:
     user: dict[str, Any] | None = None
     error: str | None = None
     error_code: str | None = None
+    features: list[dict[str, Any]] | None = None  # --deep
+    write_test: dict[str, Any] | None = None  # --write-test FOLDER_ID
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        deep: dict[str, Any] = {}
+        if self.features is not None:
+            deep["features"] = self.features
+        if self.write_test is not None:
+            deep["write_test"] = self.write_test
+        return deep | {
             "url": self.url,
             "verdict": self.verdict,
             "reachable": self.reachable,
@@ -848,7 +972,14 @@ class CheckReport:
 def _verdict(report: CheckReport) -> str:
     if not report.reachable or not report.auth_ok or report.required_missing:
         return "INCOMPATIBLE"
-    return "DEGRADED" if report.optional_missing else "PASS"
+    verdict = "DEGRADED" if report.optional_missing else "PASS"
+    from box_memory.mcp.deepcheck import worst
+
+    for row in report.features or []:
+        verdict = worst(verdict, row["verdict"])
+    if report.write_test is not None:
+        verdict = worst(verdict, report.write_test["verdict"])
+    return verdict
 
 
 def mcp_check(
@@ -858,15 +989,26 @@ def mcp_check(
     timeout: float = 15.0,
     max_retries: int = 2,
     sleep: SleepFn | None = None,
+    deep: bool = False,
+    write_test: str | None = None,
 ) -> CheckReport:
-    """Connect once and report what box-memory can do with this server; never raises for Box problems."""
+    """Connect once and report what box-memory can do with this server; never raises for Box problems.
+
+    `deep` checks every tool and argument box-memory uses, per feature; `write_test` (a Box folder
+    id) also does a write round trip in a scratch folder created there.
+    """
     report = CheckReport(url=url or default_url())
     if not token_source:
         report.error, report.error_code = "no Box access token - run `box-memory auth login`", AuthError.code
         return report
     try:
         with BoxMCPClient(
-            report.url, token_source, timeout=timeout, max_retries=max_retries, sleep=sleep
+            report.url,
+            token_source,
+            timeout=timeout,
+            max_retries=max_retries,
+            sleep=sleep,
+            catalogue_cache=False,  # the check is about the live server, not yesterday's answer
         ) as box:
             report.reachable = True
             report.auth_ok = True
@@ -888,6 +1030,13 @@ def mcp_check(
                 else:
                     if isinstance(me, dict):
                         report.user = {k: me.get(k) for k in ("id", "name", "login") if k in me}
+            if (deep or write_test) and report.auth_ok:
+                from box_memory.mcp.deepcheck import check_features
+                from box_memory.mcp.deepcheck import write_test as round_trip
+
+                report.features = check_features(box.tools)
+                if write_test and not report.required_missing:
+                    report.write_test = round_trip(box, write_test)
     except AuthError as exc:
         report.reachable = True
         report.error, report.error_code = str(exc), exc.code

@@ -45,6 +45,7 @@ from box_memory.errors import (
     InvalidInput,
     LockBusy,
     NotFound,
+    ToolMissing,
     WorkspaceNotFound,
     WriteRefused,
 )
@@ -120,6 +121,9 @@ def close_all() -> list[str]:
         store.warnings = []
         with contextlib.suppress(Exception):
             store.close()
+    while _SHARED:
+        with contextlib.suppress(Exception):
+            _SHARED.pop().close()
     return warnings
 
 
@@ -303,12 +307,20 @@ def open_cloud_store(folder_id: str) -> CloudStore:
     return CloudStore(fid)
 
 
+_SHARED: list[Any] = []  # the process's one MCP session, shared by every store; closed by close_all
+
+
 def _open_client() -> Any:
+    """The process's MCP session (opened on first use): each session start is a billed call."""
     from box_memory.mcp.auth import TokenSource
     from box_memory.mcp.client import BoxMCPClient, default_url
 
-    client = BoxMCPClient(default_url(), TokenSource())
+    url = default_url()
+    if _SHARED and _SHARED[-1].is_open and _SHARED[-1].url == url:
+        return _SHARED[-1]
+    client = BoxMCPClient(url, TokenSource())
     client.open()
+    _SHARED.append(client)
     return client
 
 
@@ -341,7 +353,7 @@ class CloudStore:
     def box(self) -> Any:
         if self._client is None:
             self._client = _open_client()
-            self._own_client = True
+            self._own_client = False  # shared by the process; close_all ends it
         return self._client
 
     def call(self, tool: str, args: dict[str, Any]) -> Any:
@@ -760,7 +772,7 @@ class CloudStore:
             return None, "; ".join(problems)
         try:
             data = b"".join(self._download(path, file_id))
-        except NotFound as e:
+        except (NotFound, ToolMissing) as e:
             problems.append(str(e))
         except BoxToolError as e:
             problems.append(f"download failed: {e}")
@@ -937,9 +949,12 @@ class CloudStore:
             raise AlreadyExists(f"{dst} already exists")
         if _is_folder(item):
             if self.has_tool("move_folder"):
-                self._move_folder(src, dst, item)
-            else:
-                self._move_tree(src, dst)
+                try:
+                    self._move_folder(src, dst, item)
+                    return
+                except ToolMissing:
+                    pass  # gone from the catalogue since it was cached: move file by file
+            self._move_tree(src, dst)
             return
         sparent, _ = _split(src)
         dparent, dname = _split(dst)
@@ -1180,6 +1195,10 @@ class Lease:
             "backend": "cloud",
         }
         self.stale_after, self.wait, self.renew_every = lock_settings()
+        if "BOX_MEMORY_LOCK_RENEW_S" not in os.environ:
+            # Every renewal is a Box file version (and a details call): renew at half the stale
+            # time, not a third, which still leaves half of it for one slow renewal.
+            self.renew_every = max(self.renew_every, self.stale_after / 2)
         self.file_id: str | None = None
         self.sha1: str | None = None
         self.lost = False

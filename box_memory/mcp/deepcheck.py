@@ -1,0 +1,235 @@
+"""`mcp-check --deep`: every tool and argument box-memory uses, per feature, against the live catalogue.
+
+Each feature is PASS (every call fits the server's inputSchema, aliases allowed), DEGRADED (an
+optional feature the server cannot serve; the report says what is lost) or INCOMPATIBLE (a
+required feature, with the exact mismatch). `--write-test FOLDER_ID` then does a real round trip
+in a scratch folder it creates there: upload, new version, read back verified by sha1, move to an
+archive subfolder. The report holds names, ids, verdicts and timings only: never a token or a
+file's contents, so it can be pasted into a bug report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from box_memory.errors import BoxMemoryError, Incompatible
+from box_memory.mcp.schema import ALIASES, shape_args
+
+__all__ = ["FEATURES", "check_features", "worst", "write_test"]
+
+_ORDER = {"PASS": 0, "DEGRADED": 1, "INCOMPATIBLE": 2}
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    required: bool
+    calls: tuple[tuple[str, dict[str, Any]], ...]
+    lost: str
+    any_of: bool = False  # one of the calls' tools is enough (alternative tool names)
+
+
+_FIELDS = [{"type": "string", "key": "memoryId", "displayName": "Memory ID"}]
+FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "read workspace",
+        True,
+        (
+            ("list_folder_content_by_folder_id", {"folder_id": "0", "fields": ["sha1"], "limit": 100}),
+            ("get_file_content", {"file_id": "1"}),
+            ("get_file_details", {"file_id": "1", "fields": ["sha1"]}),
+            ("who_am_i", {}),
+        ),
+        "box-memory cannot read a Box workspace",
+    ),
+    Feature(
+        "write memories",
+        True,
+        (
+            ("upload_file", {"file_name": "a.md", "file_content": "x", "parent_folder_id": "0"}),
+            ("upload_file_version", {"file_id": "1", "file_content": "x"}),
+            ("create_folder", {"name": "memories", "parent_folder_id": "0"}),
+            ("move_file", {"file_id": "1", "parent_folder_id": "0", "name": "a.md"}),
+        ),
+        "box-memory cannot write to a Box workspace",
+    ),
+    Feature(
+        "verified content fallback",
+        False,
+        (("get_download_url", {"file_id": "1"}),),
+        "a file whose text representation is not byte-exact cannot be checked against its bytes: "
+        "such reads fail instead",
+    ),
+    Feature(
+        "folder moves",
+        False,
+        (("move_folder", {"folder_id": "1", "parent_folder_id": "0", "name": "a"}),),
+        "team remove and archive move file by file and leave empty folders behind",
+    ),
+    Feature(
+        "Box metadata",
+        False,
+        (
+            ("list_metadata_templates", {"scope": "enterprise"}),
+            (
+                "create_metadata_template",
+                {"display_name": "Box Memory", "scope": "enterprise", "template_key": "k", "fields": _FIELDS},
+            ),
+            (
+                "set_file_metadata",
+                {"file_id": "1", "scope": "enterprise", "template_key": "k", "metadata_fields": {"a": "b"}},
+            ),
+        ),
+        "no boxMemory metadata on memory files; structured recall uses the indexes only",
+    ),
+    Feature(
+        "metadata search",
+        False,
+        (
+            (
+                "search_files_keyword",
+                {"query": "the", "ancestor_folder_id": "0", "file_extensions": ["md"], "mdfilters": []},
+            ),
+        ),
+        "structured recall cannot fall back to Box metadata search for unindexed memories",
+    ),
+    Feature(
+        "Box AI Q&A",
+        False,
+        (
+            ("ai_qa_single_file", {"file_id": "1", "question": "q"}),
+            ("ai_qa_multi_file", {"file_ids": ["1"], "question": "q"}),
+        ),
+        "no Box AI answers over memories",
+    ),
+    Feature(
+        "Box AI extraction",
+        False,
+        (
+            ("ai_extract_structured_from_fields", {"file_ids": ["1"], "fields": _FIELDS}),
+            ("ai_extract_structured_from_fields_enhanced", {"file_ids": ["1"], "fields": _FIELDS}),
+        ),
+        "companions cannot be filled by Box AI extraction",
+        any_of=True,
+    ),
+)
+
+
+def worst(*verdicts: str) -> str:
+    return max(verdicts, key=lambda v: _ORDER.get(v, 2), default="PASS")
+
+
+def _renamed(args: dict[str, Any], sent: dict[str, Any]) -> dict[str, str]:
+    """{box-memory's name: the server's name} for the arguments an alias carried."""
+    out: dict[str, str] = {}
+    for name in args:
+        if name in sent:
+            continue
+        group = next((g for g in ALIASES if name in g), ())
+        target = next((a for a in group if a in sent), None)
+        if target is not None:
+            out[name] = target
+    return out
+
+
+def _check_call(tools: dict[str, dict[str, Any]], tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    if tool not in tools:
+        return {"tool": tool, "ok": False, "problem": "not offered by the server (or hidden by the admin)"}
+    schema = tools[tool].get("inputSchema")
+    try:
+        sent = shape_args(tool, args, schema)
+    except Incompatible as e:
+        return {"tool": tool, "ok": False, "problem": str(e)}
+    out: dict[str, Any] = {"tool": tool, "ok": True}
+    renamed = _renamed(args, sent)
+    if renamed:
+        out["renamed"] = renamed
+    dropped = sorted(k for k in args if k not in sent and k not in renamed)
+    if dropped:
+        out["not_taken"] = dropped
+    return out
+
+
+def check_features(tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per feature from the server's catalogue (no call is made)."""
+    out: list[dict[str, Any]] = []
+    for f in FEATURES:
+        calls = [_check_call(tools, tool, args) for tool, args in f.calls]
+        ok = any(c["ok"] for c in calls) if f.any_of else all(c["ok"] for c in calls)
+        verdict = "PASS" if ok else ("INCOMPATIBLE" if f.required else "DEGRADED")
+        row: dict[str, Any] = {"feature": f.name, "verdict": verdict, "calls": calls}
+        if not ok:
+            bad = next(c for c in calls if not c["ok"])
+            row["problem"] = f"{bad['tool']}: {bad['problem']}"
+            row["lost"] = f.lost
+        out.append(row)
+    listing = tools.get("list_folder_content_by_folder_id", {}).get("inputSchema") or {}
+    props = listing.get("properties") if isinstance(listing, dict) else None
+    if isinstance(props, dict) and props and not ({"offset", "marker"} & set(props)):
+        out.append(
+            {
+                "feature": "listing paging",
+                "verdict": "DEGRADED",
+                "calls": [],
+                "problem": "list_folder_content_by_folder_id takes neither offset nor marker",
+                "lost": "a folder longer than one page is listed as incomplete (nothing is deleted on it)",
+            }
+        )
+    return out
+
+
+def write_test(box: Any, folder_id: str) -> dict[str, Any]:
+    """Round trip in a new scratch folder under `folder_id`: upload, version, read back, archive."""
+    from box_memory.store.boxmcp import CloudStore
+
+    scratch = f"box-memory-check-{time.strftime('%Y%m%dT%H%M%S')}"
+    path = f"{scratch}/check.md"
+    first, second = b"box-memory write test: first version\n", b"box-memory write test: second version\n"
+    store = CloudStore(str(folder_id), client=box, own_client=False)
+    store.cache.folder = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
+    steps: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"folder_id": str(folder_id), "scratch_folder": scratch, "steps": steps}
+
+    def step(name: str, action: Callable[[], Any]) -> bool:
+        started = time.perf_counter()
+        try:
+            ok = action() is not False
+            problem = None if ok else "the read-back did not match the uploaded bytes"
+        except BoxMemoryError as e:
+            ok, problem = False, str(e)
+        entry: dict[str, Any] = {"step": name, "ok": ok, "ms": round((time.perf_counter() - started) * 1000)}
+        if problem:
+            entry["error"] = problem
+        steps.append(entry)
+        return ok
+
+    def read_back() -> bool:
+        store.drop_listings()
+        got = store.read_bytes(path)  # accepted only when its sha1 matches Box's (see CloudStore)
+        return (
+            hashlib.sha1(got, usedforsecurity=False).digest()
+            == hashlib.sha1(second, usedforsecurity=False).digest()
+        )
+
+    try:
+        _ = (
+            step("create scratch folder", lambda: store.mkdir(scratch))
+            and step("upload", lambda: store.create_bytes(path, first))
+            and step("upload new version", lambda: store.write_bytes(path, second))
+            and step("read back, sha1 verified", read_back)
+            and step("move to archive subfolder", lambda: store.move(path, f"{scratch}/_archive/check.md"))
+        )
+        result["scratch_folder_id"] = store._paths.get(scratch)
+    finally:
+        result["warnings"] = list(store.warnings)
+        store.close()
+        shutil.rmtree(store.cache.folder, ignore_errors=True)
+    result["verdict"] = "PASS" if steps and all(s["ok"] for s in steps) else "INCOMPATIBLE"
+    return result
