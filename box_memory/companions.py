@@ -852,5 +852,5 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
         "file_id": done.file_id,
         "supersedes": old.id if old is not None else None,
         "archived": supersede.archive_to if supersede is not None else None,
-        "warnings": warnings,
+        "warnings": [*warnings, *done.warnings],
     }

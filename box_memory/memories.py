@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory import frontmatter
-from box_memory.errors import BoxMemoryError, DuplicateMemory, HeldMemory, InvalidInput, NotFound
+from box_memory.errors import (
+    BackendUnavailable,
+    BoxMemoryError,
+    BoxToolError,
+    DuplicateMemory,
+    HeldMemory,
+    InvalidInput,
+    NotFound,
+)
 from box_memory.ids import (
     is_memory_id,
     new_id,
@@ -37,16 +46,21 @@ from box_memory.model import (
     check_status,
     index_entry,
     now_iso,
+    parse_time,
 )
 from box_memory.names import fit_slug
+from box_memory.safeio import LIMITS, human
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace
 
 MAX_CONTENT_BYTES = 1024 * 1024
+MAX_TAG = 100  # characters in one tag
+MAX_AGENT = 200  # characters in --agent
 _BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _DECISION_RE = re.compile(r"\b(we|i|team)\s+(decided|will use|chose|choose|agreed|are going with)\b", re.I)
 _TASK_RE = re.compile(r"(\bTODO\b|\bneed to\b|\bneeds to\b|^\s*[-*] \[ \])", re.I | re.M)
 _SOURCE_RE = re.compile(r"^([a-z][a-z0-9_-]{0,31}):(.+)$")
+_NAME_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def infer_kind(content: str) -> str:
@@ -75,6 +89,42 @@ def check_content(content: str | bytes) -> str:
     if not content.strip():
         raise InvalidInput("content is empty")
     return content
+
+
+def check_agent(agent: str | None) -> str | None:
+    """The writer's name: short, one line, no control or bidi characters (it is shown to people)."""
+    if agent is None:
+        return None
+    if len(agent) > MAX_AGENT:
+        raise InvalidInput(f"agent name is longer than {MAX_AGENT} characters")
+    if _NAME_CONTROL_RE.search(agent):
+        raise InvalidInput(f"agent name {agent[:40]!r} contains control or bidi characters")
+    if not agent.strip():
+        raise InvalidInput("agent name is empty")
+    return agent
+
+
+def check_tag(tag: str) -> str:
+    norm = normalize_tag(tag)
+    if len(norm) > MAX_TAG:
+        raise InvalidInput(f"tag {norm[:40]}... is longer than {MAX_TAG} characters")
+    return norm
+
+
+def check_readable(data: bytes, path: str) -> None:
+    """Nothing is committed that cannot be read back: the rendered file must be within the read
+    caps (safeio.LIMITS) and its frontmatter must parse. Called before anything is written."""
+    from box_memory.errors import InvalidFile
+
+    if len(data) > LIMITS["memory"]:
+        raise InvalidInput(
+            f"{path} would be {len(data)} bytes, over the {human(LIMITS['memory'])} limit for "
+            "memory files; nothing was written"
+        )
+    try:
+        frontmatter.parse(data.decode("utf-8"), path)
+    except InvalidFile as e:
+        raise InvalidInput(f"{e}; nothing was written") from None
 
 
 def parse_source(text: str) -> dict[str, str]:
@@ -196,7 +246,13 @@ def _merge_input_meta(req: WriteRequest, given: dict[str, Any]) -> WriteRequest:
         raise InvalidInput("content frontmatter: 'confidence' must be a number")
     extra = dict(req.extra_meta)
     if given.get("expires_at") is not None:
+        if isinstance(given["expires_at"], (dt.date, dt.datetime)):
+            given["expires_at"] = given["expires_at"].isoformat()
         extra["expires_at"] = as_str(given["expires_at"], "expires_at")
+        if parse_time(extra["expires_at"]) is None:
+            raise InvalidInput(
+                f"content frontmatter: 'expires_at' is not an ISO-8601 date ({extra['expires_at'][:40]!r})"
+            )
     links = req.links or [
         link
         for link in as_list(given.get("links", []), "links")
@@ -233,6 +289,7 @@ class Committed:
     path: str
     filename: str
     file_id: str | None
+    warnings: list[str] = field(default_factory=list)
 
 
 def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderIndex:
@@ -295,10 +352,13 @@ def commit_memory(
         old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
     from box_memory.recall_cache import after_write, before_write
 
-    # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
-    before = before_write(ws, changed) if save else {}
     path = join(folder, filename)
     data = frontmatter.render(meta, body).encode("utf-8")
+    check_readable(data, path)
+    if old is not None:
+        check_readable(old_raw, old.located.path)
+    # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
+    before = before_write(ws, changed) if save else {}
     # Crash safety: every step below leaves each file whole, old or new. The new memory exists
     # before anything points at it or marks the old one superseded (index-rebuild completes an
     # interrupted supersede), and before any index entry for it.
@@ -322,37 +382,107 @@ def commit_memory(
                 path = join(folder, filename)
                 data = frontmatter.render(meta, body).encode("utf-8")
     crash_point("write:file-created")
-    idx.upsert(
-        index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=len(data))
-    )
-
-    if old is not None and old.archive_to:
-        if path != old.located.path:
-            ws.store.write_bytes(old.located.path, old_raw)
-            crash_point("write:old-rewritten")
-            ws.store.move(old.located.path, old.archive_to)
-        old_idx.remove(old.mem.id)
-    elif old is not None:
-        old_file_id = ws.store.write_bytes(old.located.path, old_raw)
-        crash_point("write:old-rewritten")
-        old_idx.upsert(
-            index_entry(
-                old.mem,
-                filename=str(old.located.entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
-                file_id=old_file_id or old.located.entry.get("file_id"),
-                size_bytes=len(old_raw),
-            )
+    try:
+        idx.upsert(
+            index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=len(data))
         )
-    if not save:  # a batch (write_many) saves its indexes itself
-        return Committed(path, filename, file_id)
-    for folder_idx in changed.values():
-        save_index(ws, folder_idx)
-        crash_point("write:index-saved")
-    if not rollup_may_lag(ws):
-        refresh_rollup(ws, changed)
-    crash_point("write:rollup-saved")
-    after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
+
+        if old is not None and old.archive_to:
+            if path != old.located.path:
+                ws.store.write_bytes(old.located.path, old_raw)
+                crash_point("write:old-rewritten")
+                ws.store.move(old.located.path, old.archive_to)
+            old_idx.remove(old.mem.id)
+        elif old is not None:
+            old_file_id = ws.store.write_bytes(old.located.path, old_raw)
+            crash_point("write:old-rewritten")
+            old_idx.upsert(
+                index_entry(
+                    old.mem,
+                    filename=str(old.located.entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
+                    file_id=old_file_id or old.located.entry.get("file_id"),
+                    size_bytes=len(old_raw),
+                )
+            )
+        if not save:  # a batch (write_many) saves its indexes itself
+            return Committed(path, filename, file_id)
+        for folder_idx in changed.values():
+            save_index(ws, folder_idx)
+            crash_point("write:index-saved")
+        if not rollup_may_lag(ws):
+            refresh_rollup(ws, changed)
+        crash_point("write:rollup-saved")
+        after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
+    except (BackendUnavailable, BoxToolError, OSError) as e:
+        # The memory itself is committed: report it as written. What follows it (indexes, the
+        # rollup, the superseded memory's bookkeeping) is derived and repaired by the next write or
+        # `index-rebuild`, so its failure is a warning, not an error that would invite a retry.
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return Committed(
+            path,
+            filename,
+            file_id,
+            [
+                f"{path} is saved, but updating the indexes failed ({why}); the next write or "
+                "`box-memory index-rebuild` repairs them"
+            ],
+        )
     return Committed(path, filename, file_id)
+
+
+def _earlier_attempt(
+    ws: Workspace,
+    idx: FolderIndex,
+    same: dict[str, Any] | None,
+    filename: str,
+    title: str,
+    kind: str,
+    status: str,
+    tags: list[str],
+    content: str,
+) -> dict[str, Any] | None:
+    """The memory an earlier attempt of this very write committed (same title, kind, status, tags
+    and body), or None. A memory file missing from the index is added to it (the caller holds the
+    lock), so a retry after "saved, but updating the indexes failed" completes that write."""
+    path = join(idx.folder, filename)
+    if same is not None:
+        path = str(same.get("local_path") or join(idx.folder, str(same.get("filename") or filename)))
+    elif not ws.store.exists(path):
+        return None
+    try:
+        mem = read_memory(ws, path)
+    except BoxMemoryError:
+        return None
+    if (
+        mem.title != title
+        or mem.kind != kind
+        or mem.status != status
+        or list(mem.tags) != tags
+        or mem.supersedes
+        or mem.body.lstrip("\n") != render_body(title, content).lstrip("\n")
+    ):
+        return None
+    entry = idx.get(mem.id)
+    if entry is None or idx._dirty:  # missing from the index, or the index was repaired on load
+        if entry is None:
+            st = ws.store.stat(path)
+            name = path.rsplit("/", 1)[-1]
+            size = st.size if st else 0
+            idx.upsert(index_entry(mem, filename=name, file_id=st.file_id if st else None, size_bytes=size))
+        save_index(ws, idx)
+        if not rollup_may_lag(ws):
+            refresh_rollup(ws, {idx.folder: idx})
+    return {
+        "id": mem.id,
+        "slug": mem.slug,
+        "title": mem.title,
+        "kind": mem.kind,
+        "status": mem.status,
+        "file": path,
+        "file_id": entry.get("file_id") if entry else None,
+        "supersedes": None,
+        "already_written": True,
+    }
 
 
 @dataclass
@@ -387,7 +517,8 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
     title = validate_title(req.title) if req.title.strip() else ""
     kind = check_kind(req.kind) if req.kind else None
     status = check_status(req.status, WRITABLE_STATUSES)
-    tags = list(dict.fromkeys(normalize_tag(t) for t in req.tags))
+    tags = list(dict.fromkeys(check_tag(t) for t in req.tags))
+    check_agent(req.agent)
     related = [parse_related(r) for r in req.related]
     sources: list[dict[str, Any]] = [parse_source(s) for s in req.sources]
     confidence = check_confidence(req.confidence)
@@ -483,6 +614,13 @@ def _commit_prepared(
     base = fit_slug(slugify(title), folder, kind)  # the path fits 260 characters (names.fit_slug)
     taken = slots.taken
     same = slots.by_slug.get(base)
+    if save and not req.supersedes and not req.new_slug:
+        # A retry of a write whose memory landed (its index perhaps not): done, not a duplicate.
+        prior = _earlier_attempt(
+            ws, idx, same, memory_filename(kind, base), title, kind, p.status, tags, p.content
+        )
+        if prior is not None:
+            return {**prior, "team": ws.team_of(team), "folder": folder + "/", "warnings": warnings}
     if (
         same is not None
         and str(same.get("title", "")).casefold() == title.casefold()
@@ -537,6 +675,7 @@ def _commit_prepared(
     done = commit_memory(
         ws, idx, meta, body, memory_filename(kind, slug), old=old, rename=next_name, save=save
     )
+    warnings += done.warnings
     slug = str(meta["slug"])
     taken.add(slug)
     if idx.entries and idx.entries[-1].get("id") == mem_id:

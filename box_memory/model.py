@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory.errors import InvalidFile, InvalidInput
+
+# A team name as a single folder name: no separators, no control characters, not empty.
+_SAFE_TEAM_RE = re.compile(r"^[^/\\\x00-\x1f\x7f]{1,255}$")
 
 KINDS = ("decision", "fact", "task", "observation", "reference", "note", "companion")
 STATUSES = ("active", "draft", "superseded", "archived", "held")
@@ -233,6 +237,13 @@ class WorkspaceConfig:
                 raise InvalidFile(f"{where}: '{key}' is not an object")
         if "teams" in data and not isinstance(data["teams"], list):
             raise InvalidFile(f"{where}: 'teams' is not a list")
+        for team in data.get("teams") or []:
+            # Each team names a folder (teams/<team>/): refuse on open what would escape it.
+            if not isinstance(team, str) or not _SAFE_TEAM_RE.match(team) or team in (".", ".."):
+                raise InvalidFile(
+                    f"{where}: team {str(team)[:60]!r} is not a folder name inside teams/ "
+                    "(it escapes the workspace or holds separators or control characters); fix the config"
+                )
         return cls(data)
 
     @classmethod

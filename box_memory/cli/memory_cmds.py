@@ -195,7 +195,8 @@ def write_cmd(
         )
         warnings = res.pop("warnings", [])
         lines = [
-            f"Wrote [bold]{res['id']}[/bold] {res['kind']} '{escape(res['title'])}'",
+            f"{'Already written' if res.get('already_written') else 'Wrote'} [bold]{res['id']}[/bold] "
+            f"{res['kind']} '{escape(res['title'])}'",
             f"  file: {res['file']}",
         ]
         if res.get("supersedes"):

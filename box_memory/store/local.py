@@ -236,11 +236,49 @@ class LocalStore:
             raise AlreadyExists(f"{dst} already exists" + (f" (as {other})" if not d.exists() else ""))
         s.rename(d)
 
+    def sweep_temp(self, older_than: float) -> int:
+        """Remove temp files left by killed writers (the lock holder runs this; returns how many).
+
+        A temp file is written and renamed in within one lock hold, so one older than the lock's
+        staleness belongs to no live writer. Only the folders box-memory writes to are looked at.
+        """
+        folders = [self.root]
+        for scope in [self.root, *self._team_roots()]:
+            folders += [scope / "memories", scope / "files", scope / "companions"]
+        folders += [self.root / "_archive", self.root / "_archive" / "companions"]
+        limit = time.time() - older_than
+        removed = 0
+        for folder in folders:
+            try:
+                with os.scandir(folder) as it:
+                    stale = [
+                        de.path
+                        for de in it
+                        if de.name.startswith(TMP_PREFIX)
+                        and de.is_file(follow_symlinks=False)
+                        and de.stat(follow_symlinks=False).st_mtime < limit
+                    ]
+            except OSError:
+                continue
+            for path in stale:
+                with contextlib.suppress(OSError):
+                    Path(path).unlink()
+                    removed += 1
+        return removed
+
+    def _team_roots(self) -> list[Path]:
+        try:
+            with os.scandir(self.root / "teams") as it:
+                return [Path(de.path) for de in it if de.is_dir(follow_symlinks=False)]
+        except OSError:
+            return []
+
     @contextlib.contextmanager
     def lock(self, *, writer: str = "box-memory", skill: str = "") -> Iterator[object]:
         lk = FileLock(self.root / LOCK_NAME, writer=writer, skill=skill)
         lk.acquire()
         try:
+            self.sweep_temp(lk.stale_after)
             yield lk
         finally:
             lk.release()

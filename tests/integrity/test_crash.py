@@ -187,6 +187,10 @@ def test_random_kills_during_write_and_supersede(cli, ws: Path) -> None:
         all_json_parse(ws)
         run += 1
     assert in_write >= 4, (kills, in_write, run)  # kills really landed inside writes
+    # The next writer holding the lock removes temp files older than the lock's staleness.
+    time.sleep(float(FAST_LOCK["BOX_MEMORY_LOCK_STALE_S"]) + 0.2)
+    assert bm_json("write", "After the kills.", "--title", "After kills", "-w", str(ws), env=FAST_LOCK)
+    assert sorted(str(p) for p in ws.rglob(".bm-tmp-*")) == []
     repair_and_verify(ws)
     # Every chain is consistent after the repair: each superseded memory points at a real one.
     entries = {e["id"]: e for e in index(ws)["entries"]}
@@ -225,3 +229,21 @@ def test_a_half_written_temp_file_is_never_read_as_a_memory(cli, ws: Path) -> No
     env = bm_json("index-rebuild", "-w", str(ws))
     assert env["data"]["orphans"] == [] and [e["id"] for e in index(ws)["entries"]] == [mid]
     assert cli.json("status", "-w", str(ws))["data"]["index_health"]["drifted"] == []
+
+
+def test_stale_temp_files_are_removed_by_the_next_writer(cli, ws: Path) -> None:
+    """Temps older than the lock staleness belong to no live writer: the next lock holder drops them."""
+    old_temps = [
+        ws / "memories" / ".bm-tmp-0123456789ab-note__dead.md",
+        ws / "memories" / ".bm-tmp-0123456789ab-_index.json",
+        ws / ".bm-tmp-0123456789ab-_index.json",
+        ws / ".bm-tmp-0123-lock",
+    ]
+    for p in old_temps:
+        p.write_bytes(b"half")
+        os.utime(p, (time.time() - 120, time.time() - 120))
+    young = ws / "memories" / ".bm-tmp-ba9876543210-note__live.md"  # a writer may still own it
+    young.write_bytes(b"in flight")
+    bm_json("write", "Next.", "--title", "Next writer", "-w", str(ws), env={"BOX_MEMORY_LOCK_STALE_S": "30"})
+    assert [p for p in old_temps if p.exists()] == []
+    assert young.exists()
