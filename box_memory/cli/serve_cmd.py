@@ -60,6 +60,9 @@ def serve_cmd(
             format="%(levelname)s %(name)s: %(message)s",
         )
         server = MemoryServer(o.workspace)
+        from box_memory import progress
+
+        progress.allow(False)  # a server's stderr is a log, not a place for progress bars
         if transport == "stdio":
             serve_stdio(server)
             raise SystemExit(0)  # no envelope: stdout was the protocol channel

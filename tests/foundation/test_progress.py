@@ -77,3 +77,50 @@ def test_no_bar_under_json_quiet_or_off_a_terminal(filled: Path, extra: list[str
 def test_no_bar_for_a_quick_task(filled: Path) -> None:
     code, err = _run(["recall", "progress", "-w", str(filled)], tty=True, delay="30")
     assert code == 0 and "Recall cache" not in err, err
+
+
+def test_serve_draws_no_bar_even_on_a_terminal(filled: Path, tmp_path: Path) -> None:
+    """A cache build inside a tool call of a server started from a terminal: its stderr is a log."""
+    import signal
+
+    import anyio
+    from mcp import Client
+
+    from tests.server.test_serve import free_port, wait_until_answering
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = {**os.environ, "BOX_MEMORY_PROGRESS_AFTER_S": "0", "COLUMNS": "120"}
+    leader, follower = pty.openpty()
+    argv = ["serve", "--transport", "streamable-http", "--port", str(port), "-w", str(filled)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "box_memory", *argv],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    try:
+        wait_until_answering(url, proc)  # type: ignore[arg-type]
+
+        async def main() -> None:
+            async with Client(url) as client:
+                res = await client.call_tool("recall", {"query": "progress"})
+                cache = res.structured_content["data"]["cache"]  # type: ignore[index]
+                assert not res.is_error and cache["reread_files"] > 0, cache
+
+        anyio.run(main)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    err = out.decode("utf-8", "replace")
+    assert "box-memory MCP server on" in err  # the pty did receive the server's stderr
+    assert "Recall cache" not in err, err
