@@ -48,7 +48,7 @@ from box_memory.model import (
     now_iso,
     parse_time,
 )
-from box_memory.names import fit_slug
+from box_memory.names import conflict_copies, fit_slug
 from box_memory.safeio import LIMITS, human
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace
@@ -529,6 +529,23 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
     return Prepared(req, content, title, kind, status, tags, related, sources, confidence, team, folder)
 
 
+def unmerged_copies(idx: FolderIndex, names: list[str]) -> list[str]:
+    """Conflict copies in a folder listing that the index has not taken in: every index copy
+    (index-rebuild merges and archives them) and memory copies it neither lists nor records as
+    orphans (another machine's version, written before Box Drive synced this one)."""
+    known = {str(e.get("filename")) for e in idx.entries}
+    known |= {str(o.get("filename")) for o in idx.data.get("orphans") or [] if isinstance(o, dict)}
+    return [n for n in conflict_copies(names) if n.endswith(".json") or n not in known]
+
+
+def copies_warning(folder: str, copies: list[str]) -> str:
+    shown = ", ".join(copies[:3]) + (f" and {len(copies) - 3} more" if len(copies) > 3 else "")
+    return (
+        f"{folder}/ holds sync conflict copies from another machine ({shown}); "
+        "run `box-memory index-rebuild` to merge them"
+    )
+
+
 @dataclass
 class FolderSlots:
     """Slugs taken in one folder (index entries and files on disk) and entries by slug.
@@ -539,20 +556,22 @@ class FolderSlots:
 
     taken: set[str]
     by_slug: dict[str, dict[str, Any]]
+    copies: list[str] = field(default_factory=list)  # sync conflict copies the index does not hold
 
     @classmethod
     def scan(cls, ws: Workspace, idx: FolderIndex) -> FolderSlots:
+        names = ws.store.list_names(idx.folder)
         # Compared case-folded: `Note__Foo.md` on disk takes slug `foo` on Box, macOS and Windows.
         taken = {str(e.get("slug")).casefold() for e in idx.entries}
         taken |= {
             name.split("__", 1)[1][:-3].casefold()
-            for name in ws.store.list_names(idx.folder)
+            for name in names
             if "__" in name and name.lower().endswith(".md")
         }
         by_slug: dict[str, dict[str, Any]] = {}
         for e in idx.entries:
             by_slug.setdefault(str(e.get("slug")), e)
-        return cls(taken, by_slug)
+        return cls(taken, by_slug, unmerged_copies(idx, names))
 
 
 OpenIndexes = dict[str, tuple[FolderIndex, FolderSlots]]
@@ -607,6 +626,8 @@ def _commit_prepared(
     if folder not in open_idx:
         loaded = load_for_write(ws, folder, warnings)
         open_idx[folder] = (loaded, FolderSlots.scan(ws, loaded))
+        if copies := open_idx[folder][1].copies:
+            warnings.append(copies_warning(folder, copies))
     idx, slots = open_idx[folder]
     if old is not None and old.located.folder == folder:
         old.located = _find_by_id([idx], old.mem.id) or old.located

@@ -146,6 +146,28 @@ def fit_name(stem: str, tail: str, folder: str) -> str:
     return stem + tail
 
 
+_COPY_RE = re.compile(r"^(?P<stem>.+?) \((?P<tag>[^()]*)\)(?P<ext>\.[^.()]+)?$")
+
+
+def conflict_copies(names: list[str]) -> list[str]:
+    """Sync conflict copies among a folder's names: index copies (`_index (1).json`, any
+    `_index*.json` other than `_index.json`), and `<name> (<tag>).<ext>` beside `<name>.<ext>`
+    (or with "conflict" in the tag). When two machines change one file before Box Drive has
+    synced it, Box keeps both versions by saving the later one as a copy beside the original
+    (https://support.box.com/hc/en-us/articles/360044193873); the copy's exact name is not
+    documented, so both shapes are recognised. box-memory's own names never contain " (".
+    """
+    present = set(names)
+    out = []
+    for name in names:
+        low = name.lower()
+        index_copy = low.startswith("_index") and low.endswith(".json") and name != "_index.json"
+        m = _COPY_RE.match(name)
+        if index_copy or (m and (m["stem"] + (m["ext"] or "") in present or "conflict" in m["tag"].lower())):
+            out.append(name)
+    return sorted(out)
+
+
 def resolve_nfc(root: Path, rel: str) -> Path:
     """The on-disk path of workspace-relative `rel`, matching each part by NFC when the exact name
     is not there (macOS hands back NFD names for files other clients made; Linux keeps bytes)."""
@@ -166,3 +188,25 @@ def resolve_nfc(root: Path, rel: str) -> Path:
             nxt = cur / match
         cur = nxt
     return cur
+
+
+# --- where Box Drive is ----------------------------------------------------------------------------
+
+
+def box_drive_roots() -> list[Path]:
+    """Where Box Drive keeps its folder, in the order looked at: macOS File Provider
+    (`~/Library/CloudStorage/Box-Box`), older macOS installs (`~/Box`), Windows
+    (`%USERPROFILE%\\Box`). Only folders that exist are returned."""
+    home = Path(os.environ.get("USERPROFILE") or Path.home()) if os.name == "nt" else Path.home()
+    candidates = [home / "Library" / "CloudStorage" / "Box-Box", home / "Box"]
+    return [p for p in candidates if p.is_dir()]
+
+
+def box_drive_root_of(path: Path) -> Path | None:
+    """The Box Drive root that holds `path`, or None when it is not inside Box Drive."""
+    real = path.resolve()
+    for root in box_drive_roots():
+        r = root.resolve()
+        if real == r or r in real.parents:
+            return root
+    return None

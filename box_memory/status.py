@@ -77,6 +77,19 @@ def _lock_state(ws: Workspace) -> dict[str, Any] | None:
     }
 
 
+def _box_drive(ws: Workspace) -> dict[str, Any] | None:
+    """Whether a local workspace is inside the Box Drive folder (None for a cloud workspace)."""
+    root = getattr(ws.store, "root", None)
+    if ws.store.kind != "local" or root is None:
+        return None
+    from pathlib import Path
+
+    from box_memory.names import box_drive_root_of
+
+    found = box_drive_root_of(Path(root))
+    return {"inside": found is not None, "root": str(found) if found is not None else None}
+
+
 def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     try:
         roll = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
@@ -94,7 +107,8 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
 
 def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str, Any]:
     """Everything `status` reports, as data."""
-    from box_memory.rebuild import is_conflict_copy
+    from box_memory import names
+    from box_memory.memories import unmerged_copies
 
     indexes, problems = read_indexes(ws)
     entries = [(idx, e) for idx in indexes for e in idx.entries]
@@ -117,11 +131,15 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
 
     health: list[dict[str, Any]] = []
     conflict_copies: list[str] = []
+    memory_copies: list[str] = []  # every memory conflict copy, merged or not (both versions kept)
     for idx in indexes:
         listing = ws.store.list_dir(idx.folder)
         reasons = drift(ws, idx)
-        copies = [join(idx.folder, e.name) for e in listing if not e.is_dir and is_conflict_copy(e.name)]
+        files = [e.name for e in listing if not e.is_dir]
+        # Index copies and memory copies the index has not taken in (index-rebuild does both).
+        copies = [join(idx.folder, n) for n in unmerged_copies(idx, files)]
         conflict_copies += copies
+        memory_copies += [join(idx.folder, n) for n in names.conflict_copies(files) if n.endswith(".md")]
         orphans = [o for o in idx.data.get("orphans") or [] if isinstance(o, dict)]
         health.append(
             {
@@ -133,7 +151,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
                 "conflict_copies": copies,
             }
         )
-    conflict_copies += [e.name for e in ws.store.list_dir("") if not e.is_dir and is_conflict_copy(e.name)]
+    conflict_copies += names.conflict_copies([e.name for e in ws.store.list_dir("") if not e.is_dir])
     rollup = _rollup_state(ws, indexes)
     drifted = [h["folder"] for h in health if h["drift"]]
 
@@ -152,6 +170,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "updated_at": ws.config.data.get("updated_at"),
             "default_team": ws.config.settings.get("default_team"),
             "companion_layout": ws.config.companion_layout,
+            "box_drive": _box_drive(ws),
             "include_superseded_in_recall": bool(ws.config.settings.get("include_superseded_in_recall")),
             "rebuild_index_on_drift": bool(ws.config.settings.get("rebuild_index_on_drift")),
         },
@@ -170,6 +189,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "drifted": drifted,
             "rollup": rollup,
             "conflict_copies": conflict_copies,
+            "memory_conflict_copies": memory_copies,
             "lock": _lock_state(ws) if ws.store.kind == "local" else None,
             # A lagging rollup is allowed (refreshed lazily; readers fall back to the folders).
             "ok": not (drifted or problems or conflict_copies) and rollup["state"] in ("ok", "lagging"),

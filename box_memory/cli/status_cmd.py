@@ -46,7 +46,10 @@ def _warnings(d: dict[str, Any]) -> list[str]:
     h = d["index_health"]
     out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
     out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
-    out += [f"index conflict copy {c} (index-rebuild merges and archives it)" for c in h["conflict_copies"]]
+    out += [
+        f"sync conflict copy {c} from another machine (index-rebuild merges it; nothing is deleted)"
+        for c in h["conflict_copies"]
+    ]
     if h["rollup"]["state"] not in ("ok", "lagging"):
         out.append(f"rollup _index.json is {h['rollup']['state']}")
     check = d.get("index_check")
@@ -59,6 +62,14 @@ def _warnings(d: dict[str, Any]) -> list[str]:
     return out
 
 
+def _box_drive_line(bd: dict[str, Any] | None) -> list[str]:
+    if bd is None:
+        return []
+    if bd["inside"]:
+        return [f"Box Drive: inside {escape(str(bd['root']))} (Box Drive syncs it)"]
+    return ["Box Drive: not inside the Box Drive folder (nothing here syncs to Box)"]
+
+
 def _lines(d: dict[str, Any]) -> list[str]:
     w = d["workspace"]
     t = d["totals"]
@@ -66,6 +77,7 @@ def _lines(d: dict[str, Any]) -> list[str]:
         f"[bold]box-memory workspace: {escape(str(w['name']))}[/bold]",
         f"Root:      {escape(str(w['root']))}  ({w['backend']}, tier {w['tier']})",
         f"Layout:    companions {w['companion_layout']}, default team {w['default_team']}",
+        *_box_drive_line(w.get("box_drive")),
         "",
         f"Memories:  {t['memories']}   companions: {t['companions']}   files: {t['files']}",
     ]
