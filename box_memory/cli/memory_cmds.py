@@ -63,7 +63,11 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
     from box_memory.workspace import init_workspace, read_user_config, write_user_config
 
     validate_title(name)
-    root = (path or Path.cwd() / name).expanduser()
+    warnings: list[str] = []
+    offered = None
+    if path is None:
+        offered, warnings = _offer_box_drive(name)
+    root = (path or offered or Path.cwd() / name).expanduser()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{root} exists and is not a folder")
     try:
@@ -86,12 +90,39 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
         "layout": ws.config.companion_layout,
         "default": True,
     }
+    if path is None:
+        from box_memory.names import box_drive_roots
+
+        drives = box_drive_roots()
+        data["box_drive_root"] = str(drives[0]) if drives else None
     verb = "Workspace already existed at" if report["existed"] else "Created workspace at"
     lines = [f"{verb} [bold]{escape(str(root))}[/bold] (now the default)"]
     if report["existed"] and report["created"]:
         lines.append(f"Added: {', '.join(report['created'])}")
     lines.append(f"Teams: {', '.join(ws.config.teams)}")
-    return Outcome(data, lines)
+    return Outcome(data, lines, warnings=warnings)
+
+
+def _offer_box_drive(name: str) -> tuple[Path | None, list[str]]:
+    """Without --path: the Box Drive folder found on this machine, offered for the workspace.
+
+    On a terminal the offer is a question (default yes, asked on stderr); otherwise the workspace
+    goes to the current folder, as always, with a warning naming the Box Drive folder.
+    """
+    from box_memory.names import box_drive_root_of, box_drive_roots, check_name
+
+    drives = box_drive_roots()
+    if not drives or box_drive_root_of(Path.cwd()) is not None:
+        return None, []
+    check_name(name, "workspace name")
+    target = drives[0] / name
+    if sys.stdin.isatty():
+        question = f"Box Drive found at {drives[0]}. Create the workspace in {target}?"
+        return (target if typer.confirm(question, default=True, err=True) else None), []
+    return None, [
+        f"Box Drive found at {drives[0]}, but the workspace is made in the current folder: "
+        f"pass --path {target} to keep it in Box"
+    ]
 
 
 def init_cloud(name: str, parent: str | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
