@@ -115,6 +115,12 @@ class WriteRefused(BoxToolError):
         self.rule = rule
 
 
+class FileBusy(BoxMemoryError):
+    """A file could not be replaced after bounded retries (held open by another program)."""
+
+    code = "file_busy"
+
+
 class LockBusy(BoxMemoryError):
     code = "lock_busy"
     exit_code = 5

@@ -14,6 +14,7 @@ from box_memory.errors import (
     BoxMemoryError,
     BoxToolError,
     DuplicateMemory,
+    FileBusy,
     HeldMemory,
     InvalidInput,
     NotFound,
@@ -413,7 +414,7 @@ def commit_memory(
             refresh_rollup(ws, changed)
         crash_point("write:rollup-saved")
         after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
-    except (BackendUnavailable, BoxToolError, OSError) as e:
+    except (BackendUnavailable, BoxToolError, FileBusy, OSError) as e:  # FileBusy: held open
         # The memory itself is committed: report it as written. What follows it (indexes, the
         # rollup, the superseded memory's bookkeeping) is derived and repaired by the next write or
         # `index-rebuild`, so its failure is a warning, not an error that would invite a retry.

@@ -38,6 +38,7 @@ from box_memory.index import (
 )
 from box_memory.model import INDEX_MAPS, index_entry, now_iso
 from box_memory.progress import each
+from box_memory.safeio import ReadFailed
 from box_memory.store.base import AlreadyExists, Entry, join, listing_incomplete
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
@@ -99,6 +100,7 @@ class FolderScan:
     raw_index: bytes = b""
     exists: bool = True
     incomplete: str | None = None  # why the folder's listing may be short: nothing is inferred from it
+    unread: list[str] = field(default_factory=list)  # files that could not be read (ReadFailed)
 
     def index_data(self) -> dict[str, Any]:
         """The index to write: the current one's extra keys (folder_id, tier...) + fresh entries."""
@@ -142,7 +144,7 @@ def _read(ws: Workspace, path: str, ent: Entry, memo: Memo | None) -> Parsed | B
         return res if isinstance(res, BoxMemoryError) else (dict(res[0]), res[1])
     try:
         mem = read_memory(ws, path)
-    except NotFound:
+    except (NotFound, ReadFailed):
         raise
     except BoxMemoryError as e:
         result: Parsed | BoxMemoryError = e
@@ -189,6 +191,8 @@ def scan(
             s.current = FolderIndex(folder, parse_index(s.raw_index, join(folder, INDEX_NAME)))
         except NotFound:
             s.index_state = "missing"
+        except ReadFailed as e:
+            s.unread.append(str(e))
         except InvalidFile as e:
             s.index_state, s.index_error = "unparseable", str(e)
     else:
@@ -215,6 +219,12 @@ def scan(
             parsed = _read(ws, path, ent, memo)
         except NotFound:
             continue  # vanished since the listing (only possible without the lock)
+        except ReadFailed as e:
+            # Held open or not downloaded: never an orphan, and the folder is not rewritten.
+            s.unread.append(str(e))
+            if (kept := old_by_name.get(ent.name)) is not None:
+                fresh.append(dict(kept))
+            continue
         if isinstance(parsed, BoxMemoryError):
             reason = str(parsed).removeprefix(f"{path}: ")
             kept = old_by_name.get(ent.name)
@@ -573,6 +583,8 @@ def _run(
         if check and _maps_stale(s):  # a rebuild rewrites every map anyway
             reasons.append("lookup maps out of step with the entries")
         folder_drift = bool(reasons)
+        if s.unread:  # not drift: nothing is known about those files until they can be read
+            reasons.append(f"{len(s.unread)} file(s) could not be read: index not rewritten")
         drift = drift or folder_drift
         for k, out in total_diff.items():
             out.extend(
@@ -631,6 +643,9 @@ def _run(
         crash_point("rebuild:scanned")
         updated: dict[str, FolderIndex] = {}
         for s, fo in zip(present, folders_out, strict=True):
+            if s.unread:
+                notes += [f"{s.folder}/ not rebuilt: {msg}; run index-rebuild again" for msg in s.unread]
+                continue
             if s.incomplete:
                 notes.append(
                     f"{s.folder}/ not rebuilt: its Box listing may be incomplete ({s.incomplete}); "
@@ -650,7 +665,7 @@ def _run(
             crash_point("rebuild:folder-saved")
         # Conflict copies move only after the index holding their merged entries is durable.
         for s in present:
-            for c in s.conflict_copies if not s.incomplete else ():
+            for c in s.conflict_copies if not (s.incomplete or s.unread) else ():
                 archived.append(_archive_copy(ws, s.folder, c))
         if full:
             for c in root_copies:
@@ -697,6 +712,7 @@ def _run(
         "rollup": rollup,
         "drift": drift,
         "notes": notes,
+        "unreadable": [msg for s in present for msg in s.unread],
     }
 
 

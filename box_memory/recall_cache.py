@@ -28,6 +28,7 @@ import orjson
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound
 from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.progress import task
+from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -464,6 +465,9 @@ class RecallCache:
         try:
             raw = self.ws.store.read_bytes(path)
         except NotFound:
+            return "", ""
+        except ReadFailed as e:  # held open or not downloaded yet: the folder is read again next time
+            self._unread.append(f"{e} (recall uses its index entry only)")
             return "", ""
         except InvalidFile as e:  # a FIFO, device or oversized file in place of a memory
             self.unreadable.append(str(e))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from pathlib import Path
 
 from box_memory.errors import InvalidFile
@@ -41,6 +42,45 @@ class UnreadableFile(InvalidFile):
     """A file that is not a regular file, or is larger than the cap for its kind. Nothing is read."""
 
     code = "unreadable_file"
+
+
+class ReadFailed(UnreadableFile):
+    """A file that could not be read after bounded retries: held open by another program (a
+    Windows sharing violation) or not yet downloaded by Box Drive (macOS File Provider). Callers
+    that read many files report it per file and change nothing because of it."""
+
+    code = "read_failed"
+
+
+# Errors worth retrying: the file is there but someone else has it, or it is not local yet.
+BUSY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EAGAIN, errno.EBUSY, errno.ETIMEDOUT, errno.EDEADLK}
+RETRY_DELAYS_S = (0.05, 0.1, 0.2, 0.4, 0.8)  # bounded back-off: 6 tries over about 1.5 s
+
+
+def _parse_faults(var: str) -> dict[str, int]:
+    """Test hook: `VAR=<name>:<n>[,<name>:<n>...]` makes the first n attempts on files whose
+    path ends with <name> fail with PermissionError, as a sharing violation would on Windows."""
+    out: dict[str, int] = {}
+    for item in os.environ.get(var, "").split(","):
+        name, _, n = item.rpartition(":")
+        if name and n.isdigit():
+            out[name] = int(n)
+    return out
+
+
+_FAULTS = {"read": _parse_faults("BOX_MEMORY_FAIL_READ"), "replace": _parse_faults("BOX_MEMORY_FAIL_REPLACE")}
+
+
+def injected_failure(op: str, path: str | Path) -> None:
+    """Raise the PermissionError a test asked for (see _parse_faults); free when unset."""
+    faults = _FAULTS[op]
+    if not faults:
+        return
+    p = str(path).replace("\\", "/")
+    for name, left in faults.items():
+        if left > 0 and (p == name or p.endswith("/" + name)):
+            faults[name] = left - 1
+            raise PermissionError(errno.EACCES, f"injected {op} failure", p)
 
 
 def kind_for(name: str) -> str:
@@ -127,8 +167,30 @@ def open_regular(path: str | Path, label: str | None = None, *, follow: bool = T
 
 
 def read_regular(path: str | Path, kind: str, label: str | None = None, *, follow: bool = True) -> bytes:
-    """The whole content of a regular file of at most LIMITS[kind] bytes, or UnreadableFile."""
+    """The whole content of a regular file of at most LIMITS[kind] bytes, or UnreadableFile.
+
+    A read refused as busy (BUSY_ERRNOS) is retried with bounded back-off, then raises ReadFailed.
+    """
     where = label or str(path)
+    for delay in (*RETRY_DELAYS_S, None):
+        try:
+            injected_failure("read", path)
+            return _read_once(path, kind, where, follow)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise
+        except OSError as e:
+            if e.errno not in BUSY_ERRNOS:
+                raise
+            if delay is None:
+                raise ReadFailed(
+                    f"{where} could not be read after {len(RETRY_DELAYS_S) + 1} tries ({e.strerror}): "
+                    "another program may hold it open, or Box Drive has not downloaded it yet"
+                ) from None
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_once(path: str | Path, kind: str, where: str, follow: bool) -> bytes:
     cap = LIMITS[kind]
     fd, size = open_regular(path, where, follow=follow)
     try:

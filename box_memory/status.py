@@ -15,6 +15,7 @@ from typing import Any
 from box_memory.errors import InvalidFile, NotFound
 from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
 from box_memory.model import parse_time
+from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -39,7 +40,8 @@ def read_indexes(ws: Workspace) -> tuple[list[FolderIndex], list[dict[str, Any]]
         try:
             idx = load_index(ws, folder)
         except InvalidFile as e:
-            problems.append({"folder": folder + "/", "problem": "unparseable", "detail": str(e)})
+            kind = "unreadable" if isinstance(e, ReadFailed) else "unparseable"  # busy: a warning only
+            problems.append({"folder": folder + "/", "problem": kind, "detail": str(e)})
             continue
         if not idx.existed:
             if ws.store.exists(folder):

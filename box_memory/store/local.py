@@ -11,10 +11,10 @@ from pathlib import Path
 
 import orjson
 
-from box_memory.errors import BackendUnavailable, LockBusy, NotFound
+from box_memory.errors import BackendUnavailable, FileBusy, LockBusy, NotFound
 from box_memory.model import now_iso, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
-from box_memory.safeio import kind_for, read_regular
+from box_memory.safeio import RETRY_DELAYS_S, injected_failure, kind_for, read_regular
 from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 # secrets, socket and threading are imported where the write path needs them: read-only
@@ -143,11 +143,28 @@ class LocalStore:
         return tmp
 
     def write_bytes(self, path: str, data: bytes) -> str | None:
-        """Atomic replace: temp file in the same folder, fsync, rename over the target."""
+        """Atomic replace: temp file in the same folder, fsync, rename over the target.
+
+        On Windows a file that Box Drive, an editor or an antivirus holds open cannot be replaced
+        (a sharing violation, PermissionError): the rename is retried with bounded back-off, and
+        if it still fails the temp file is removed, the target keeps its old bytes, and FileBusy
+        is raised (the caller's `with lock()` releases the lock on the way out).
+        """
         target = self._new(path)
         tmp = self._write_temp(target, data)
         try:
-            tmp.replace(target)
+            for delay in (*RETRY_DELAYS_S, None):
+                try:
+                    injected_failure("replace", target)
+                    tmp.replace(target)
+                    break
+                except PermissionError as e:
+                    if delay is None:
+                        raise FileBusy(
+                            f"{path} could not be replaced after {len(RETRY_DELAYS_S) + 1} tries "
+                            f"({e.strerror}): another program holds it open; it was left unchanged"
+                        ) from None
+                    time.sleep(delay)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
