@@ -246,6 +246,11 @@ calls). Python {platform.python_version()}; other jobs shared the 2 cores during
   lease and the rollup must be seen fresh). Its ~15 calls: the lease on `_box-memory.lock` (a
   version upload, a settle wait of max(0.1 s, 2 x that upload's round trip), a read-back, the
   release), the listings, the memory upload, its metadata instance, the index and rollup versions.
+- Billed calls = `initialize` + `tools/list` + `tools/call` requests as the emulator counted them
+  (each is a billed API call under custom credentials). "before" runs with the tool catalogue
+  cache off (`BOX_MEMORY_CATALOGUE_CACHE=0`, as before it existed), "after" with it; the two are
+  interleaved run by run. The goals (warm recall <= 2 billed calls for a 3-folder workspace,
+  write <= 10) are not met: a warm recall still lists each folder it reads an index from.
 - A cold `python -m box_memory recall` process took {cold_ms:.0f} ms: interpreter start and
   imports (the MCP SDK and pydantic alone take ~0.6 s) on top of the in-process figure.
 """

@@ -42,6 +42,14 @@ def recall_cmd(
     no_brain: Annotated[
         bool, typer.Option("--no-brain", help="Leave out Box Brain (source-backed) hits.")
     ] = False,
+    ask: Annotated[
+        str | None,
+        typer.Option(
+            "--ask",
+            metavar="QUESTION",
+            help="Box workspace with Box AI: ask Box AI QUESTION over the top hits' files (marked as AI).",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -59,8 +67,9 @@ def recall_cmd(
         from box_memory.recall import RecallRequest, recall
         from box_memory.workspace import open_workspace
 
+        ws = open_workspace(o.workspace)
         res = recall(
-            open_workspace(o.workspace),
+            ws,
             RecallRequest(
                 query=query,
                 kind=kind,
@@ -76,12 +85,22 @@ def recall_cmd(
             ),
         )
         best = res.data.get("full")
-        return Outcome(
-            res.data,
-            _lines(res, verbose, sys.stdout.isatty()),
-            warnings=res.warnings,
-            raw=best["content"] if best else None,
-        )
+        warnings = list(res.warnings)
+        if ask is not None:
+            if not ask.strip():
+                from box_memory.errors import InvalidInput
+
+                raise InvalidInput("--ask needs a question")
+            from box_memory.ask import ask_box_ai
+
+            res.data["ask"], more = ask_box_ai(ws, res.data["hits"], ask.strip())
+            warnings += more
+        lines = _lines(res, verbose, sys.stdout.isatty())
+        if res.data.get("ask"):
+            a = res.data["ask"]
+            lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
+            lines += [f"  from {s['id']}  {escape(s['title'])}  {s['url']}" for s in a["sources"]]
+        return Outcome(res.data, lines, warnings=warnings, raw=best["content"] if best else None)
 
     run("recall", o, go)
 

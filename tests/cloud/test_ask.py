@@ -1,0 +1,74 @@
+"""`recall --ask`: Box AI over the top hits' files, against the emulator's deterministic Box AI.
+
+The emulator's Q&A tools are extractive (the answer is the file's sentences sharing the most
+words with the question), so the answer can be checked exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from box_memory.emulator import Emulator
+from tests.cloud.conftest import Backend
+
+
+def _two_memories(cloud: Backend) -> None:
+    cloud.data("write", "We chose JWT because sessions must survive restarts.", "--title", "Auth tokens")
+    cloud.data(
+        "write", "Redis caches JWT sessions for an hour.", "--title", "Session cache", "--kind", "fact"
+    )
+
+
+def test_ask_answers_over_the_hits_files_with_sources(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    emu.reset_calls()
+    env = cloud.run("recall", "JWT", "--ask", "Why did we choose JWT?")
+    ask = env["data"]["ask"]
+    assert ask["ai_generated"] is True and "Box AI" in ask["label"]
+    assert ask["tool"] == "ai_qa_multi_file"
+    assert "We chose JWT because sessions must survive restarts." in ask["answer"]
+    ids = {h["id"] for h in env["data"]["hits"]}
+    assert {s["id"] for s in ask["sources"]} == ids
+    assert all(s["url"] == f"https://app.box.com/file/{s['file_id']}" for s in ask["sources"])
+    qa = [c for c in emu.calls if c.name.startswith("ai_")]
+    assert len(qa) == 1 and qa[0].arguments["question"] == "Why did we choose JWT?"
+    assert sorted(qa[0].arguments["file_ids"]) == sorted(s["file_id"] for s in ask["sources"])
+
+
+def test_one_hit_uses_single_file_qa_and_the_older_catalogue_gets_prompt(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud-older")
+    _two_memories(cloud)
+    emu.reset_calls()
+    ask = cloud.data("recall", "Redis", "--ask", "How long are sessions cached?")["ask"]
+    assert ask["tool"] == "ai_qa_single_file" and len(ask["sources"]) == 1
+    assert "Redis caches JWT sessions for an hour." in ask["answer"]
+    qa = [c for c in emu.calls if c.name == "ai_qa_single_file"]
+    assert qa and qa[0].arguments["prompt"] == "How long are sessions cached?"
+
+
+def test_no_box_ai_explains_why_and_still_recalls(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    emu.configure(hidden_tools={"ai_qa_single_file", "ai_qa_multi_file"})
+    env = cloud.run("recall", "JWT", "--ask", "Why JWT?", "--json")
+    assert env["data"]["ask"] is None and len(env["data"]["hits"]) == 2
+    assert any("Box AI is not available" in w for w in env["warnings"])
+    assert not [c for c in emu.calls if c.name.startswith("ai_") and c.ok]
+
+
+def test_plain_recall_never_calls_box_ai(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    emu.reset_calls()
+    env = cloud.run("recall", "JWT")
+    assert "ask" not in env["data"]
+    assert not [c for c in emu.calls if c.name.startswith("ai_")]
+
+
+def test_a_local_workspace_says_box_ai_needs_box(make: Any) -> None:
+    local: Backend = make("local")
+    _two_memories(local)
+    env = local.run("recall", "JWT", "--ask", "Why JWT?")
+    assert env["data"]["ask"] is None
+    assert any("needs a Box workspace" in w for w in env["warnings"])
