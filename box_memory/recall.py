@@ -703,6 +703,7 @@ def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, 
                 "score": 0.0,
                 "matched_on": "metadata",
                 "path": mem.path,
+                "local_path": mem.path,
                 "updated_at": mem.meta.get("updated_at"),
                 "excerpt": exc,
             }
@@ -785,6 +786,7 @@ def _run(
             "score": h.score,
             "matched_on": h.matched_on,
             "path": r.path,
+            "local_path": r.path,
             "updated_at": r.updated_at,
             "excerpt": exc,
         }

@@ -99,8 +99,9 @@ class _Args(BaseModel):
 
 class RecallArgs(_Args):
     query: str = Field(
-        min_length=1,
-        description="mem_ id, Box file id, [[Title]], slug, kind:/tag:/team:/status: filters, or free text.",
+        "",
+        description="mem_ id, Box file id, [[Title]], slug, kind:/tag:/team:/status: filters, or free text;"
+        " may be empty when a filter (kind, tags, team, status, since, until) is given.",
     )
     kind: Kind | None = Field(None, description="Only this kind.")
     tags: list[str] = Field(default_factory=list, description="Only memories with all of these tags.")
@@ -114,7 +115,11 @@ class RecallArgs(_Args):
         description="Also show superseded, archived and expired memories (flagged); "
         "null follows the workspace setting.",
     )
-    full: bool = Field(False, description="Also return the best match's whole file.")
+    full: bool = Field(
+        False,
+        description="Also return the best match's whole file (data.full.content): use it for "
+        "'what did we decide about X' questions to get the answer in one call.",
+    )
     brain: bool = Field(True, description="Include Box Brain (source-backed) hits.")
 
 

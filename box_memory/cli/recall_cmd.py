@@ -20,11 +20,17 @@ def register(app: typer.Typer) -> None:
 
 def recall_cmd(
     query: Annotated[
-        str,
+        str | None,
         typer.Argument(
             help="mem_ id, Box file id, [[Title]], slug, kind:/tag:/team:/status: filters, or free text."
+            " Optional when a filter option (or --id) is given.",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    id_: Annotated[
+        str | None,
+        typer.Option("--id", help="Recall this memory id (mem_...); the same as giving it as QUERY."),
+    ] = None,
     kind: Annotated[str | None, typer.Option("--kind", "-k", help="Only this kind.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Only with this tag (repeat = AND).")] = None,
     team: Annotated[str | None, typer.Option("--team", help="Only this team.")] = None,
@@ -38,7 +44,12 @@ def recall_cmd(
             "--include-superseded", help="Also show superseded, archived and expired memories (flagged)."
         ),
     ] = False,
-    full: Annotated[bool, typer.Option("--full", help="Print the best match's whole memory.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help='Also print the best match\'s whole memory (for "what did we decide about X").'
+        ),
+    ] = False,
     no_brain: Annotated[
         bool, typer.Option("--no-brain", help="Leave out Box Brain (source-backed) hits.")
     ] = False,
@@ -59,19 +70,33 @@ def recall_cmd(
 
     QUERY is a memory id (mem_...), a Box file id, [[Title]], a slug, filters such as
     kind:decision tag:auth team:ops status:active (tag: repeats as AND), or free text; filters
-    and free text combine.
+    and free text combine. Filter options alone are a query (`recall --kind decision --tag auth`).
     """
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
+        from box_memory.errors import UsageProblem
+        from box_memory.ids import is_memory_id
         from box_memory.recall import RecallRequest, recall
         from box_memory.workspace import open_workspace
+
+        text = query
+        if id_ is not None:
+            if query is not None and query.strip() != id_.strip():
+                raise UsageProblem("give the memory id either as QUERY or with --id, not both")
+            if not is_memory_id(id_.strip()):
+                raise UsageProblem(f"--id expects a memory id (mem_ + 26 characters), got {id_!r}")
+            text = id_.strip()
+        if not (text or "").strip() and not (kind or tag or team or status or since or until):
+            raise UsageProblem(
+                "missing QUERY: give words, a mem_ id, [[Title]], a slug, or a filter such as --kind/--tag"
+            )
 
         ws = open_workspace(o.workspace)
         res = recall(
             ws,
             RecallRequest(
-                query=query,
+                query=text or "",
                 kind=kind,
                 tags=tag or [],
                 team=team,
