@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
+from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound, Unreadable
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
@@ -154,6 +154,8 @@ def hash_binary(ws: Workspace, path: str) -> Digest:
         raise NotFound(f"{path} does not exist") from None
     except IsADirectoryError:
         raise InvalidInput(f"{path} is a folder, not a file") from None
+    except PermissionError:
+        raise Unreadable(f"{path} is not readable (permission denied)") from None
     except OSError as e:
         raise BoxMemoryError(f"cannot read {path}: {e.strerror or e}") from None
 
@@ -491,7 +493,7 @@ def find_companions(
             path = str(e.get("local_path") or join(idx.folder, str(e.get("filename"))))
             try:
                 mem = read_memory(ws, path)
-            except (NotFound, InvalidFile) as err:
+            except (NotFound, InvalidFile, Unreadable) as err:
                 problems.append(f"companion {e.get('id')} ({path}) cannot be read: {err}")
                 continue
             cf = mem.meta.get("companion_for")
@@ -569,7 +571,15 @@ def stale_companions(ws: Workspace) -> list[dict[str, Any]]:
 def stale_report(ws: Workspace) -> tuple[list[dict[str, Any]], int, list[str]]:
     """(stale or orphaned companions, how many live companions were checked, unreadable ones)."""
     comps, problems = find_companions(ws)
-    rows = [st for c in comps if (st := state_of(ws, c))["state"] != "current"]
+    rows: list[dict[str, Any]] = []
+    for c in comps:
+        try:
+            st = state_of(ws, c)
+        except Unreadable as e:  # neither stale nor orphaned: this user may not read the binary
+            problems.append(f"companion {c.id} ({c.path}): {e}")
+            continue
+        if st["state"] != "current":
+            rows.append(st)
     return rows, len(comps), problems
 
 

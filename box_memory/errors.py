@@ -135,6 +135,15 @@ class NotFound(BoxMemoryError):
     code = "not_found"
 
 
+class Unreadable(BoxMemoryError):
+    """The user may not read this file or folder (a team boundary: Box 403/404 or a local EACCES).
+
+    Readers skip it and say so once; it is never taken for a missing, orphaned or deleted file.
+    """
+
+    code = "permission_denied"
+
+
 class DuplicateMemory(BoxMemoryError):
     code = "duplicate"
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from box_memory import frontmatter
-from box_memory.errors import InvalidFile, NotFound
+from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.model import INDEX_MAPS, Memory, now_iso, parse_time
 from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
@@ -222,7 +222,14 @@ def save_index(ws: Workspace, idx: FolderIndex) -> None:
 
 
 def load_all(ws: Workspace) -> list[FolderIndex]:
-    return [load_index(ws, f) for f in ws.index_folders()]
+    """Every folder index this user may read (a team folder it may not read is left out)."""
+    out: list[FolderIndex] = []
+    for f in ws.index_folders():
+        try:
+            out.append(load_index(ws, f))
+        except Unreadable:
+            continue
+    return out
 
 
 LAZY_ROLLUP_BYTES = 1024 * 1024
@@ -242,6 +249,13 @@ def rollup_may_lag(ws: Workspace) -> bool:
     return st is not None and st.size > LAZY_ROLLUP_BYTES and time.time() - st.modified < ROLLUP_MAX_LAG_S
 
 
+def _exists(ws: Workspace, path: str) -> bool:
+    try:
+        return ws.store.exists(path)
+    except Unreadable:
+        return True  # there, but not for this user
+
+
 def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None) -> dict[str, Any]:
     """Rewrite `<root>/_index.json` over every child index.
 
@@ -253,7 +267,7 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
     old: dict[str, Any] = {}
     # Nothing to reuse when every existing child index is in `updated` (index-rebuild): skip
     # reading the big rollup.
-    if updated and any(f not in updated and ws.store.exists(join(f, INDEX_NAME)) for f in ws.index_folders()):
+    if updated and any(f not in updated and _exists(ws, join(f, INDEX_NAME)) for f in ws.index_folders()):
         try:
             old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
         except (NotFound, InvalidFile):
@@ -268,7 +282,10 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
         # The rollup's copy of a child is current when that child's file has not changed since.
         if old_time is None or folder + "/" not in old_children:
             return False
-        st = ws.store.stat(join(folder, INDEX_NAME))
+        try:
+            st = ws.store.stat(join(folder, INDEX_NAME))
+        except Unreadable:
+            return False
         return st is not None and st.modified < old_time.timestamp()
 
     entries: list[dict[str, Any]] = []
@@ -284,10 +301,12 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
         else:
             try:
                 idx = load_index(ws, folder)
-            except InvalidFile:
+            except (InvalidFile, Unreadable):
                 # A broken child index must not fail a write that is already committed: leave
                 # the rollup to lag (readers then fall back to the child indexes); index-rebuild
-                # reports and repairs it.
+                # reports and repairs it. One this user may not read (a team boundary) must not
+                # be dropped from the rollup either: the rollup lags until someone who can read
+                # every team refreshes it.
                 return {}
             if not idx.existed:
                 continue

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory import frontmatter
-from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
+from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound, Unreadable
 from box_memory.index import (
     LIVE,
     FolderIndex,
@@ -101,6 +101,8 @@ class FolderScan:
     exists: bool = True
     incomplete: str | None = None  # why the folder's listing may be short: nothing is inferred from it
     unread: list[str] = field(default_factory=list)  # files that could not be read (ReadFailed)
+    # Not readable by this user (a team boundary): the folder itself, or these files in it.
+    unreadable: list[str] = field(default_factory=list)
 
     def index_data(self) -> dict[str, Any]:
         """The index to write: the current one's extra keys (folder_id, tier...) + fresh entries."""
@@ -144,7 +146,7 @@ def _read(ws: Workspace, path: str, ent: Entry, memo: Memo | None) -> Parsed | B
         return res if isinstance(res, BoxMemoryError) else (dict(res[0]), res[1])
     try:
         mem = read_memory(ws, path)
-    except (NotFound, ReadFailed):
+    except (NotFound, ReadFailed, Unreadable):
         raise
     except BoxMemoryError as e:
         result: Parsed | BoxMemoryError = e
@@ -165,8 +167,15 @@ def prefill(ws: Workspace, folder: str, memo: Memo) -> None:
     if prefetch is not None:
         prefetch([join(folder, e.name) for e in files])
     for ent in files:
-        with contextlib.suppress(NotFound):
+        with contextlib.suppress(NotFound, Unreadable):
             _read(ws, join(folder, ent.name), ent, memo)
+
+
+def _unreadable(s: FolderScan) -> FolderScan:
+    """A folder this user may not read: reported, never rebuilt (that would drop what it cannot see)."""
+    s.exists = False
+    s.unreadable = [s.folder + "/"]
+    return s
 
 
 def scan(
@@ -174,7 +183,10 @@ def scan(
 ) -> FolderScan:
     """Scan one folder: parse every memory file, merge what old indexes knew, find problems."""
     s = FolderScan(folder)
-    listing = ws.store.list_dir(folder)
+    try:
+        listing = ws.store.list_dir(folder)
+    except Unreadable:
+        return _unreadable(s)
     if not listing and not ws.store.exists(folder):
         s.exists = False
         s.index_state = "missing"
@@ -193,6 +205,8 @@ def scan(
             s.index_state = "missing"
         except ReadFailed as e:
             s.unread.append(str(e))
+        except Unreadable:
+            return _unreadable(s)
         except InvalidFile as e:
             s.index_state, s.index_error = "unparseable", str(e)
     else:
@@ -223,6 +237,13 @@ def scan(
             # Held open or not downloaded: never an orphan, and the folder is not rewritten.
             s.unread.append(str(e))
             if (kept := old_by_name.get(ent.name)) is not None:
+                fresh.append(dict(kept))
+            continue
+        except Unreadable:
+            # Neither an orphan nor a deletion: the entry the index had for it stays as it was.
+            s.unreadable.append(path)
+            kept = old_by_name.get(ent.name)
+            if kept is not None:
                 fresh.append(dict(kept))
             continue
         if isinstance(parsed, BoxMemoryError):
@@ -698,7 +719,9 @@ def _run(
     return {
         "check": check,
         "folders": folders_out,
-        "skipped_folders": [s.folder + "/" for s in scans if not s.exists],
+        "skipped_folders": [s.folder + "/" for s in scans if not s.exists and not s.unreadable],
+        # Folders and files this user may not read (a team boundary): skipped, entries kept.
+        "permission_denied": [u for s in scans for u in s.unreadable],
         "memories": sum(f["memories"] for f in folders_out),
         "companions": sum(f["companions"] for f in folders_out),
         "orphans": orphans,
@@ -747,19 +770,28 @@ def _rollup_check(ws: Workspace, scans: list[FolderScan]) -> dict[str, Any]:
     """Compare the rollup with what a refresh after this rebuild would hold."""
     expected: list[dict[str, Any]] = []
     mine = {s.folder: s for s in scans}
+    try:
+        current: dict[str, Any] | None = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
+        problem: dict[str, Any] = {}
+    except NotFound:
+        current, problem = None, {"state": "missing", "drift": True, "removed": 0, "changed": 0}
+    except InvalidFile as e:
+        current, problem = None, {"state": "unparseable", "error": str(e), "drift": True}
     for f in ws.index_folders():
-        if f in mine:
+        if f in mine and not mine[f].unreadable:
             expected.extend({**e, "folder_path": f + "/"} for e in mine[f].entries)
             continue
-        with contextlib.suppress(InvalidFile):
+        try:
             idx = load_index(ws, f)
             expected.extend({**e, "folder_path": f + "/"} for e in idx.entries)
-    try:
-        current = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
-    except NotFound:
-        return {"state": "missing", "drift": True, "added": len(expected), "removed": 0, "changed": 0}
-    except InvalidFile as e:
-        return {"state": "unparseable", "error": str(e), "drift": True}
+        except InvalidFile:
+            pass
+        except Unreadable:  # what the rollup holds for a folder this user cannot read stays
+            expected.extend(
+                e for e in (current or {}).get("entries", []) if str(e.get("folder_path")) == f + "/"
+            )
+    if current is None:
+        return {**problem, "added": len(expected)} if problem["state"] == "missing" else problem
     d = diff_entries(current.get("entries", []), expected, with_folder=True)
     return {
         "state": "ok",

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound
+from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
 from box_memory.model import HIDDEN_STATUSES, parse_time
 from box_memory.progress import task
 from box_memory.safeio import ReadFailed
@@ -125,6 +125,8 @@ def signature(ws: Workspace, path: str) -> str | None:
             st = os.stat(os.path.join(root, path) if path else root)  # noqa: PTH116, PTH118
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except PermissionError:
+            return "denied"  # a team boundary: re-checked on every call, read once it opens
         return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
     e = store.stat(path)
     return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
@@ -166,6 +168,7 @@ class RecallCache:
         self.stats = Refresh(memory_only=path == ":memory:")
         self.warnings: list[str] = []  # the last refresh's stale-index warnings
         self.unreadable: list[str] = []  # memory files refused by the bounded read (warned about)
+        self._denied: list[str] = []  # memory files this user may not read (a team boundary)
 
     # --- opening ------------------------------------------------------------------------
 
@@ -244,7 +247,18 @@ class RecallCache:
                 raise
             rows = self._folder_rows()
         self.stats.ms = (time.perf_counter() - started) * 1000
-        return [w for f in folders if f in rows for w in orjson.loads(rows[f][2])]
+        warnings: list[str] = []
+        denied: list[str] = []
+        for f in folders:
+            if f in rows:
+                for w in orjson.loads(rows[f][2]):
+                    if isinstance(w, dict):
+                        denied.append(str(w.get("unreadable")))
+                    else:
+                        warnings.append(w)
+        if denied:
+            warnings.append(unreadable_warning(denied))
+        return warnings
 
     def _folder_rows(self) -> dict[str, tuple[Any, Any, str]]:
         return {
@@ -276,13 +290,22 @@ class RecallCache:
 
         ws, db = self.ws, self.conn
         self.stats.reread_folders += 1
-        warnings: list[str] = []
+        warnings: list[Any] = []
         try:
             idx = load_index(ws, folder)
+            listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+        except Unreadable:
+            # A team folder this user may not read: skipped, never taken for an empty folder.
+            self._drop_folder(folder)
+            db.execute(
+                "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+                (folder, sigs[0], sigs[1], orjson.dumps([{"unreadable": folder + "/"}]).decode()),
+            )
+            return
         except BoxMemoryError as e:
             warnings.append(f"{e} (recall skipped this folder)")
             idx = FolderIndex(folder, {"entries": []}, existed=False)
-        listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+            listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
         if idx.existed:
             reasons = drift(ws, idx, listing=listing)
             if reasons:
@@ -325,6 +348,7 @@ class RecallCache:
         team = ws.folder_team(folder)
         self.unreadable = []
         self._unread: list[str] = []
+        self._denied = []
         with task(f"Recall cache: {folder}/", total=len(todo), unit="memories") as bar:
             for start in range(0, len(todo), BATCH):
                 self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
@@ -333,6 +357,11 @@ class RecallCache:
         self.stats.reread_files += len(todo)
         if self._unread:  # not cached: the folder is read again next time
             warnings += self._unread
+            sigs = (None, None)
+        if self._denied:
+            # Files this user may not read are left out, and the folder is read again next time
+            # (a chmod changes no signature recorded here): they show up once they can be read.
+            warnings += [{"unreadable": p} for p in self._denied]
             sigs = (None, None)
         db.execute(
             "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
@@ -350,6 +379,9 @@ class RecallCache:
                 front, body = self._read_body(path)
             except ContentUnverified as err:
                 self._unread.append(f"{err} (recall skipped this memory)")
+                continue
+            except Unreadable:
+                self._denied.append(path)
                 continue
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
@@ -426,7 +458,7 @@ class RecallCache:
         """
         ws, db = self.ws, self.conn
         done = 0
-        self.unreadable, self._unread = [], []
+        self.unreadable, self._unread, self._denied = [], [], []
         db.execute("BEGIN IMMEDIATE")
         try:
             rows = self._folder_rows()
@@ -449,7 +481,7 @@ class RecallCache:
                         file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
                     rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
                     self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)], rid)
-                    if self.unreadable or self._unread:  # warned about on a refresh: leave it to one
+                    if self.unreadable or self._unread or self._denied:  # a refresh warns: leave it to one
                         raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
                 db.execute("UPDATE folders SET index_sig = ?, dir_sig = ? WHERE folder = ?", (*sigs, folder))
@@ -566,6 +598,16 @@ def collect_garbage(keep: str) -> list[str]:
                 _remove(str(f))
                 removed.append(str(f))
     return removed
+
+
+UNREADABLE = "permission denied, skipped"
+
+
+def unreadable_warning(paths: list[str]) -> str:
+    """One warning for everything a read had to skip because the user may not read it (a team
+    boundary). Human output shows it only with --verbose; --json always carries it."""
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return f"{UNREADABLE} {len(paths)} unreadable item(s): {shown}"
 
 
 def _is_corrupt(e: sqlite3.Error) -> bool:

@@ -244,11 +244,11 @@ def _index_rebuild(ws: Workspace, a: IndexRebuildArgs) -> Outcome:
 
 
 def _status(ws: Workspace, a: StatusArgs) -> Outcome:
-    from box_memory.cli.status_cmd import _warnings
+    from box_memory.cli.status_cmd import _warnings, quiet_warnings
     from box_memory.status import workspace_status
 
     data = workspace_status(ws, check_indexes=a.check_indexes)
-    return Outcome(data, warnings=_warnings(data))
+    return Outcome(data, warnings=_warnings(data), verbose_warnings=quiet_warnings(data))
 
 
 def _brain_search(ws: Workspace, a: BrainSearchArgs) -> Outcome:
@@ -475,7 +475,7 @@ class MemoryServer:
             status=outcome.status,
             exit_code=outcome.exit_code,
             data=outcome.data,
-            warnings=outcome.warnings,
+            warnings=[*outcome.warnings, *outcome.verbose_warnings],
             errors=outcome.errors,
         )
         return _json_safe(result), False

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from box_memory.errors import InvalidFile, NotFound
+from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
 from box_memory.model import parse_time
 from box_memory.safeio import ReadFailed
@@ -32,13 +32,22 @@ def binaries(ws: Workspace, folder: str) -> list[str]:
     )
 
 
-def read_indexes(ws: Workspace) -> tuple[list[FolderIndex], list[dict[str, Any]]]:
-    """Every folder index that exists and parses, plus the problems found on the way."""
+def read_indexes(
+    ws: Workspace, unreadable: list[str] | None = None
+) -> tuple[list[FolderIndex], list[dict[str, Any]]]:
+    """Every folder index that exists and parses, plus the problems found on the way.
+
+    A folder this user may not read (a team boundary) is no problem: it goes to `unreadable`.
+    """
     good: list[FolderIndex] = []
     problems: list[dict[str, Any]] = []
     for folder in ws.index_folders():
         try:
             idx = load_index(ws, folder)
+        except Unreadable:
+            if unreadable is not None:
+                unreadable.append(folder + "/")
+            continue
         except InvalidFile as e:
             kind = "unreadable" if isinstance(e, ReadFailed) else "unparseable"  # busy: a warning only
             problems.append({"folder": folder + "/", "problem": kind, "detail": str(e)})
@@ -112,7 +121,8 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
     from box_memory import names
     from box_memory.memories import unmerged_copies
 
-    indexes, problems = read_indexes(ws)
+    unreadable: list[str] = []
+    indexes, problems = read_indexes(ws, unreadable)
     entries = [(idx, e) for idx in indexes for e in idx.entries]
     by_status = Counter(str(e.get("status")) for _, e in entries)
     by_kind = Counter(str(e.get("kind")) for _, e in entries)
@@ -129,7 +139,13 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
     for scope in ws.scopes():
         files_folder = ws.files_folder(scope)
         teams.setdefault(ws.folder_team(files_folder), {"memories": 0, "companions": 0, "files": 0})
-        teams[ws.folder_team(files_folder)]["files"] += len(binaries(ws, files_folder))
+        try:
+            teams[ws.folder_team(files_folder)]["files"] += len(binaries(ws, files_folder))
+        except Unreadable:
+            if files_folder + "/" not in unreadable:
+                unreadable.append(files_folder + "/")
+    for folder in unreadable:
+        teams.setdefault(ws.folder_team(folder.rstrip("/")), {})["unreadable"] = True
 
     health: list[dict[str, Any]] = []
     conflict_copies: list[str] = []
@@ -201,6 +217,8 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             for e in recent
         ],
         "top_tags": [{"tag": t, "count": n} for t, n in tags.most_common(TOP_TAGS)],
+        # Folders this user may not read: skipped, not counted as missing or empty.
+        "unreadable": unreadable,
     }
     if check_indexes:
         from box_memory.rebuild import rebuild

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from box_memory.errors import InvalidInput, NotFound, WorkspaceNotFound
+from box_memory.errors import InvalidInput, NotFound, Unreadable, WorkspaceNotFound
 from box_memory.ids import validate_team
 from box_memory.model import WorkspaceConfig, now_iso
 from box_memory.paths import user_dirs
@@ -72,11 +72,15 @@ class Workspace:
         for scope in self.scopes():
             out.append(self.memories_folder(scope))
             out.append(self.files_folder(scope))
-            if self.config.companion_layout == "folder" or self.store.exists(
-                join(self.companions_folder(scope), INDEX_NAME)
-            ):
+            if self.config.companion_layout == "folder" or self._has_index(self.companions_folder(scope)):
                 out.append(self.companions_folder(scope))
         return out
+
+    def _has_index(self, folder: str) -> bool:
+        try:
+            return self.store.exists(join(folder, INDEX_NAME))
+        except Unreadable:
+            return False  # a team the user may not read: its other folders report it once
 
     def folder_team(self, folder: str) -> str:
         parts = folder.split("/")

@@ -77,12 +77,27 @@ def outcome(report: dict[str, Any]) -> Outcome:
     for c in report["stale_companions"]:
         warnings.append(f"{c.get('state', 'stale')} companion {c.get('path')} (binary {c.get('binary')})")
     warnings.extend(report["notes"])
+    quietly: list[str] = []
+    if report.get("permission_denied"):
+        from box_memory.recall_cache import unreadable_warning
+
+        quietly.append(
+            unreadable_warning(report["permission_denied"]) + " (their index entries left as they were)"
+        )
 
     drift = bool(report["drift"])
     exit_code = 6 if errors or (check and drift) else 0
     status = "error" if exit_code else "ok"
     lines = _lines(report) + [f"[red]error:[/red] {escape(e['message'])}" for e in errors]
-    return Outcome(report, lines, warnings=warnings, status=status, exit_code=exit_code, errors=errors)
+    return Outcome(
+        report,
+        lines,
+        warnings=warnings,
+        status=status,
+        exit_code=exit_code,
+        errors=errors,
+        verbose_warnings=quietly,
+    )
 
 
 def _lines(r: dict[str, Any]) -> list[str]:

@@ -41,6 +41,8 @@ class Outcome:
     # Exact text for stdout when it is not a terminal (a memory file's content, byte for byte);
     # `lines` are then not printed.
     raw: str | None = None
+    # Reported in --json and with --verbose only (e.g. a team folder the user may not read).
+    verbose_warnings: list[str] = field(default_factory=list)
 
 
 class Printer:
@@ -104,7 +106,7 @@ def envelope(command: str, outcome: Outcome, started: float) -> dict[str, Any]:
         "exit_code": outcome.exit_code,
         "duration_ms": round((time.perf_counter() - started) * 1000),
         "data": outcome.data,
-        "warnings": outcome.warnings,
+        "warnings": [*outcome.warnings, *outcome.verbose_warnings],
         "errors": outcome.errors,
     }
 
@@ -118,7 +120,7 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         sys.stdout.flush()
         return
     err = Printer(sys.stderr)
-    for w in outcome.warnings:
+    for w in [*outcome.warnings, *(outcome.verbose_warnings if opts.verbose else [])]:
         err.line(f"[yellow]warning:[/yellow] {escape(w)}")
     if opts.quiet:
         return

@@ -109,8 +109,10 @@ def recall_cmd(
                 brain=not no_brain,
             ),
         )
+        from box_memory.recall_cache import UNREADABLE
+
         best = res.data.get("full")
-        warnings = list(res.warnings)
+        warnings = [w for w in res.warnings if not w.startswith(UNREADABLE)]
         if ask is not None:
             if not ask.strip():
                 from box_memory.errors import InvalidInput
@@ -125,7 +127,13 @@ def recall_cmd(
             a = res.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
             lines += [f"  from {s['id']}  {escape(s['title'])}  {s['url']}" for s in a["sources"]]
-        return Outcome(res.data, lines, warnings=warnings, raw=best["content"] if best else None)
+        return Outcome(
+            res.data,
+            lines,
+            warnings=warnings,
+            verbose_warnings=[w for w in res.warnings if w.startswith(UNREADABLE)],
+            raw=best["content"] if best else None,
+        )
 
     run("recall", o, go)
 

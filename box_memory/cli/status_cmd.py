@@ -37,9 +37,16 @@ def status_cmd(
             from box_memory.recall_cache import cache_info
 
             data["recall_cache"] = cache_info(ws)
-        return Outcome(data, _lines(data), warnings=_warnings(data))
+        return Outcome(data, _lines(data), warnings=_warnings(data), verbose_warnings=quiet_warnings(data))
 
     run("status", o, go)
+
+
+def quiet_warnings(d: dict[str, Any]) -> list[str]:
+    """Shown with --verbose and always in --json: folders this user may not read."""
+    from box_memory.recall_cache import unreadable_warning
+
+    return [unreadable_warning(d["unreadable"])] if d.get("unreadable") else []
 
 
 def _warnings(d: dict[str, Any]) -> list[str]:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import orjson
 
-from box_memory.errors import BackendUnavailable, FileBusy, LockBusy, NotFound
+from box_memory.errors import BackendUnavailable, FileBusy, LockBusy, NotFound, Unreadable
 from box_memory.model import now_iso, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
-from box_memory.safeio import RETRY_DELAYS_S, injected_failure, kind_for, read_regular
+from box_memory.safeio import RETRY_DELAYS_S, ReadFailed, injected_failure, kind_for, read_regular
 from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 # secrets, socket and threading are imported where the write path needs them: read-only
@@ -106,6 +106,12 @@ class LocalStore:
             return read_regular(self._p(path), kind_for(path), path)
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound(f"{path} not found in the workspace") from None
+        except ReadFailed:
+            # EACCES is retried as a busy file (a Windows sharing violation looks the same); when
+            # the permission bits say this user may not read it, it is a team boundary instead.
+            if not os.access(self._p(path), os.R_OK):
+                raise Unreadable(f"{path} is not readable (permission denied)") from None
+            raise
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -207,7 +213,10 @@ class LocalStore:
         return None
 
     def exists(self, path: str) -> bool:
-        return self._p(path).exists()
+        try:
+            return self._p(path).exists()
+        except PermissionError:
+            raise Unreadable(f"{path} is not readable (permission denied)") from None
 
     def stat(self, path: str) -> Entry | None:
         p = self._p(path)
@@ -215,6 +224,8 @@ class LocalStore:
             st = p.stat()
         except FileNotFoundError:
             return None
+        except PermissionError:
+            raise Unreadable(f"{path} is not readable (permission denied)") from None
         return Entry(p.name, p.is_dir(), st.st_size, st.st_mtime)
 
     def list_dir(self, path: str) -> list[Entry]:
@@ -232,6 +243,8 @@ class LocalStore:
                     out.append(Entry(name, de.is_dir(), st.st_size, st.st_mtime))
         except FileNotFoundError:
             return []
+        except PermissionError:
+            raise Unreadable(f"{path or '.'}/ is not readable (permission denied)") from None
         return out
 
     def list_names(self, path: str) -> list[str]:
@@ -241,6 +254,8 @@ class LocalStore:
             return [n if n.isascii() else nfc(n) for n in names if not n.startswith(TMP_PREFIX)]
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except PermissionError:
+            raise Unreadable(f"{path or '.'}/ is not readable (permission denied)") from None
 
     def mkdir(self, path: str) -> str | None:
         self._new(path).mkdir(parents=True, exist_ok=True)
