@@ -473,7 +473,36 @@ def binary_of(ws: Workspace, folder: str, cf: dict[str, Any]) -> str | None:
         return None
     team = _scope_of(folder + "/")
     files = ws.files_folder(team)
-    return join(folder if folder == files else files, fn)
+    direct = join(folder if folder == files else files, fn)
+    fid = cf.get("file_id")
+    if fid and stat_binary(ws, direct) is None:
+        # A plugin companion that knows only the Box file: Box Drive keeps the file under its
+        # relative path in Box, so look for it (by id when the store lists ids, else by name)
+        # anywhere under files/ before calling the companion orphaned.
+        return _find_binary(ws, files, fn, str(fid)) or direct
+    return direct
+
+
+def _find_binary(ws: Workspace, files: str, name: str, file_id: str, depth: int = 8) -> str | None:
+    """The one file under `files` with this Box id, or else with this name; None when not unique."""
+    by_name: list[str] = []
+    queue = [(files, 0)]
+    while queue:
+        folder, d = queue.pop(0)
+        try:
+            listing = ws.store.list_dir(folder)
+        except BoxMemoryError:
+            continue
+        for e in sorted(listing, key=lambda x: x.name):
+            path = join(folder, e.name)
+            if e.is_dir:
+                if d + 1 < depth and not e.name.startswith(("_", ".")):
+                    queue.append((path, d + 1))
+            elif e.file_id and str(e.file_id) == file_id:
+                return path
+            elif e.name == name:
+                by_name.append(path)
+    return by_name[0] if len(by_name) == 1 else None
 
 
 def find_companions(
@@ -534,21 +563,100 @@ def _report(c: Companion) -> dict[str, Any]:
     }
 
 
-def state_of(ws: Workspace, c: Companion, digest: Digest | None = None) -> dict[str, Any]:
+class HashCache:
+    """Binary hashes remembered by (workspace, path, stat signature), in the user's cache dir.
+
+    A read (recall, get, status) re-hashes a binary only when its size or mtime (local), or its
+    Box etag/sha1 (cloud listing), differ from what was recorded when it was last hashed; an
+    unchanged binary costs one stat. Derived data: a cache that cannot be used is just skipped.
+    """
+
+    def __init__(self, ws: Workspace) -> None:
+        self.root = ws.describe()
+        self.db: Any = None
+        self.tried = False
+
+    def _open(self) -> Any:
+        if not self.tried:
+            self.tried = True
+            import sqlite3
+
+            from box_memory.paths import user_dirs
+
+            try:
+                folder = user_dirs().recall_cache_dir
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                db = sqlite3.connect(str(folder / "binary-hashes.sqlite3"), timeout=5, isolation_level=None)
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS hashes(root TEXT, path TEXT, sig TEXT, sha256 TEXT, "
+                    "sha1 TEXT, size INTEGER, PRIMARY KEY(root, path)) WITHOUT ROWID"
+                )
+                self.db = db
+            except (OSError, sqlite3.Error):
+                self.db = None
+        return self.db
+
+    def digest(self, ws: Workspace, path: str, entry: Entry) -> Digest:
+        import sqlite3
+
+        sig = f"{entry.size}:{entry.modified!r}:{entry.etag}:{entry.sha1}:{entry.file_id}"
+        db = self._open()
+        if db is not None:
+            try:
+                row = db.execute(
+                    "SELECT sha256, sha1, size FROM hashes WHERE root = ? AND path = ? AND sig = ?",
+                    (self.root, path, sig),
+                ).fetchone()
+            except sqlite3.Error:
+                row = None
+            if row is not None:
+                return Digest(row[0], row[1], row[2], b"")
+        d = hash_binary(ws, path)
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute(
+                    "INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?)",
+                    (self.root, path, sig, d.sha256, d.sha1, d.size),
+                )
+        return d
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+def state_of(
+    ws: Workspace, c: Companion, digest: Digest | None = None, hashes: HashCache | None = None
+) -> dict[str, Any]:
     """current | stale | orphaned for one companion, with the pinned and current hashes.
 
     Stale compares the pinned algorithm's hash; a pinned Box sha1 is checked against the
-    store's sha1 without reading the bytes when the store reports one (cloud).
+    store's sha1 without reading the bytes when the store reports one (cloud). With `hashes`
+    the check is cheap: a size different from the pinned `size_bytes` is stale without a read,
+    and an unchanged binary (same size and mtime, or etag/sha1 on Box) is not hashed again.
     """
     out = _report(c)
     entry = stat_binary(ws, c.binary) if c.binary else None
     if entry is None or c.binary is None:
         return {**out, "state": "orphaned"}
+    pinned_size = c.cf.get("size_bytes")
     if c.hash_algo == "sha1" and entry.sha1:
         current = entry.sha1.lower()
+    elif hashes is not None and entry.sha1 and c.cf.get("sha1"):
+        # Box reports the sha1 in the listing: compare that instead of downloading the bytes.
+        out["state"] = "current" if entry.sha1.lower() == str(c.cf["sha1"]).lower() else "stale"
+        return out
+    elif (
+        hashes is not None and isinstance(pinned_size, int) and not entry.is_dir and pinned_size != entry.size
+    ):
+        return {**out, "state": "stale"}
     else:
         try:
-            digest = digest or hash_binary(ws, c.binary)
+            if digest is None:
+                digest = (
+                    hashes.digest(ws, c.binary, entry) if hashes is not None else hash_binary(ws, c.binary)
+                )
         except NotFound:  # deleted between the stat and the read
             return {**out, "state": "orphaned"}
         except UnreadableFile as e:  # replaced by a FIFO, device or symlink: changed, not hashed
@@ -557,6 +665,37 @@ def state_of(ws: Workspace, c: Companion, digest: Digest | None = None) -> dict[
     out["current"] = current
     out["state"] = "current" if c.pinned and current == c.pinned else "stale"
     return out
+
+
+def companion_states(ws: Workspace, paths: list[str]) -> dict[str, str]:
+    """current | stale | orphaned for each companion memory file in `paths` (a recall's or a
+    get's hits), through the hash cache; a file that is not a companion is left out."""
+    out: dict[str, str] = {}
+    hashes = HashCache(ws)
+    try:
+        for path in paths:
+            try:
+                mem = read_memory(ws, path)
+            except BoxMemoryError:
+                continue
+            cf = mem.meta.get("companion_for")
+            if mem.kind != "companion" or not isinstance(cf, dict):
+                continue
+            folder = path.rsplit("/", 1)[0] if "/" in path else ""
+            c = Companion({"local_path": path}, folder, mem.meta, mem.body, binary_of(ws, folder, cf))
+            try:
+                out[path] = state_of(ws, c, hashes=hashes)["state"]
+            except BoxMemoryError:
+                continue
+    finally:
+        hashes.close()
+    return out
+
+
+def stale_warning(title_or_path: str, state: str) -> str:
+    if state == "orphaned":
+        return f"companion {title_or_path} is orphaned: its binary is gone"
+    return f"companion {title_or_path} is stale: its binary changed since it was reviewed - regenerate it"
 
 
 def stale_companions(ws: Workspace) -> list[dict[str, Any]]:
@@ -568,18 +707,26 @@ def stale_companions(ws: Workspace) -> list[dict[str, Any]]:
     return stale_report(ws)[0]
 
 
-def stale_report(ws: Workspace) -> tuple[list[dict[str, Any]], int, list[str]]:
-    """(stale or orphaned companions, how many live companions were checked, unreadable ones)."""
+def stale_report(ws: Workspace, *, cached: bool = False) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """(stale or orphaned companions, how many live companions were checked, unreadable ones).
+
+    `cached` checks through the hash cache (status): a binary is hashed only when it changed.
+    """
     comps, problems = find_companions(ws)
     rows: list[dict[str, Any]] = []
-    for c in comps:
-        try:
-            st = state_of(ws, c)
-        except Unreadable as e:  # neither stale nor orphaned: this user may not read the binary
-            problems.append(f"companion {c.id} ({c.path}): {e}")
-            continue
-        if st["state"] != "current":
-            rows.append(st)
+    hashes = HashCache(ws) if cached else None
+    try:
+        for c in comps:
+            try:
+                st = state_of(ws, c, hashes=hashes)
+            except Unreadable as e:  # neither stale nor orphaned: this user may not read the binary
+                problems.append(f"companion {c.id} ({c.path}): {e}")
+                continue
+            if st["state"] != "current":
+                rows.append(st)
+    finally:
+        if hashes is not None:
+            hashes.close()
     return rows, len(comps), problems
 
 

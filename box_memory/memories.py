@@ -878,5 +878,14 @@ def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, A
                 except BoxMemoryError:
                     link["created_at"] = None
         result["history"] = links
+    if mem.kind == "companion" and not result.get("archived"):
+        from box_memory.companions import companion_states, stale_warning
+
+        state = companion_states(ws, [loc_path]).get(loc_path)
+        if state is not None:
+            result["stale"] = state == "stale"
+            result["companion_state"] = state
+            if state != "current":
+                warnings = [*warnings, stale_warning(mem.title, state)]
     result["warnings"] = warnings
     return result

@@ -600,6 +600,18 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
         _metadata_route(ws, filters, include, req.limit, res)
     res.data["brain"] = brain_hits(ws, text) if req.brain else []
     hits = res.data["hits"]
+    if any(h["kind"] == "companion" for h in hits):
+        # A companion is read as what it is: flagged when its binary changed since the pin.
+        from box_memory.companions import companion_states, stale_warning
+
+        states = companion_states(ws, [h["path"] for h in hits if h["kind"] == "companion"])
+        for h in hits:
+            state = states.get(h["path"])
+            if state is not None:
+                h["stale"] = state == "stale"
+                h["companion_state"] = state
+                if state != "current":
+                    res.warnings.append(stale_warning(h["title"], state))
     if req.full and hits:
         raw = ws.store.read_bytes(hits[0]["path"])  # the file itself, not the cache's copy
         res.data["full"] = {

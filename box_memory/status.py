@@ -145,7 +145,10 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             if files_folder + "/" not in unreadable:
                 unreadable.append(files_folder + "/")
     for folder in unreadable:
-        teams.setdefault(ws.folder_team(folder.rstrip("/")), {})["unreadable"] = True
+        row = teams.setdefault(
+            ws.folder_team(folder.rstrip("/")), {"memories": 0, "companions": 0, "files": 0, "active": 0}
+        )
+        row["unreadable"] = True
 
     health: list[dict[str, Any]] = []
     conflict_copies: list[str] = []
@@ -239,8 +242,26 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         data["index_health"]["ok"] = data["index_health"]["ok"] and not (
             report["drift"] or report["duplicate_ids"]
         )
+    data["companions"] = _companion_health(ws)
     data["next"] = next_steps(data)
     return data
+
+
+def _companion_health(ws: Workspace) -> dict[str, Any]:
+    """Stale and orphaned companions, counted on every status: cheap through the hash cache
+    (a binary is hashed only when its size or mtime, or Box etag/sha1, changed since)."""
+    from box_memory.companions import stale_report
+
+    rows, checked, problems = stale_report(ws, cached=True)
+    return {
+        "checked": checked,
+        "stale": sum(1 for r in rows if r["state"] == "stale"),
+        "orphaned": sum(1 for r in rows if r["state"] == "orphaned"),
+        "items": [
+            {"id": r["id"], "path": r["path"], "binary": r["binary"], "state": r["state"]} for r in rows
+        ],
+        "problems": problems,
+    }
 
 
 def next_steps(data: dict[str, Any]) -> list[str]:
@@ -258,7 +279,8 @@ def next_steps(data: dict[str, Any]) -> list[str]:
         out.append(f"box-memory index-rebuild  (the rollup is {health['rollup']['state']})")
     if check.get("duplicate_ids"):
         out.append("resolve duplicate memory ids by hand (see index-rebuild --check), then index-rebuild")
-    if check.get("stale_companions"):
+    comp = data.get("companions") or {}
+    if check.get("stale_companions") or comp.get("stale") or comp.get("orphaned"):
         out.append("box-memory companion --stale  (then regenerate the stale companions)")
     if not data["totals"]["entries"]:
         out.append('box-memory write "..." --title "..."  (save the first memory)')

@@ -64,6 +64,12 @@ def _warnings(d: dict[str, Any]) -> list[str]:
         out.append(
             f"index check: {check['added']} added, {check['removed']} removed, {check['changed']} changed"
         )
+    comp = d.get("companions") or {}
+    if comp.get("stale") or comp.get("orphaned"):
+        out.append(
+            f"{comp['stale']} stale and {comp['orphaned']} orphaned companion(s): "
+            + ", ".join(f"{i['path']} ({i['state']})" for i in comp["items"][:5])
+        )
     if check and check["duplicate_ids"]:
         out.append(f"index check: {len(check['duplicate_ids'])} duplicate memory id(s)")
     return out
@@ -88,6 +94,9 @@ def _lines(d: dict[str, Any]) -> list[str]:
         "",
         f"Memories:  {t['memories']}   companions: {t['companions']}   files: {t['files']}",
     ]
+    comp = d.get("companions") or {}
+    if comp.get("stale") or comp.get("orphaned"):
+        lines.append(f"  companions: {comp['stale']} stale, {comp['orphaned']} orphaned")
     if d["by_status"]:
         lines.append("  by status: " + ", ".join(f"{k} {v}" for k, v in d["by_status"].items()))
     if d["by_kind"]:
