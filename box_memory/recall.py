@@ -573,15 +573,26 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
 # --- the entry point ------------------------------------------------------------------------
 
 
-def brain_hits(ws: Workspace, query: str, limit: int = BRAIN_LIMIT) -> list[dict[str, Any]]:
+def brain_hits(
+    ws: Workspace, query: str, limit: int = BRAIN_LIMIT, filters: Filters | None = None
+) -> list[dict[str, Any]]:
     """The "Box Brain (source-backed)" section (brain-sync.md): imported Box documents.
 
     At most `limit` hits, each with its Box URL, from the local brain store (sqlite3 only: no
-    network import); sources of other workspaces are left out. No store -> no hits.
+    network import). Global for the user: every source's hits, except a source set to
+    `only_workspace` synced from another workspace. No store -> no hits.
+
+    Recall filters apply where they mean something: `--since`/`--until` on the document's Box
+    modified time. An imported document has no memory kind, tag, status or team, so any of those
+    filters leaves the section empty (it cannot match them) rather than listing unrelated files.
     """
     from box_memory.brain.search import search
 
-    return search(query, limit=limit, workspace=ws.describe())
+    if filters is not None and filters.entry_level():
+        return []
+    since = filters.since if filters is not None else None
+    until = filters.until if filters is not None else None
+    return search(query, limit=limit, workspace=ws.describe(), since=since, until=until)
 
 
 def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
@@ -598,7 +609,7 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     res = with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
     if res.data.get("route") == "filter" and len(res.data["hits"]) < req.limit:
         _metadata_route(ws, filters, include, req.limit, res)
-    res.data["brain"] = brain_hits(ws, text) if req.brain else []
+    res.data["brain"] = brain_hits(ws, text, filters=filters) if req.brain else []
     hits = res.data["hits"]
     if any(h["kind"] == "companion" for h in hits):
         # A companion is read as what it is: flagged when its binary changed since the pin.

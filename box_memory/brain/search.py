@@ -1,8 +1,10 @@
 """Full-text search over imported Box documents, for recall's "Box Brain (source-backed)" section.
 
 Read-only and offline: sqlite3 only (no mcp/httpx import), the store opened read-only, nothing
-created when no store exists. Entries of sources that belong to another workspace are left out;
-sources synced without a workspace are shared by all.
+created when no store exists. Imported recall is global for the user (the store is the user's):
+hits of every source show in every workspace, except a source set to `only_workspace`, whose hits
+show only in the workspace it was synced from. `since`/`until` (epoch seconds) keep documents
+whose Box modified time falls in the range; one without a known modified time is left out then.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ def _terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept or words))[:24]
 
 
+def _in_range(modified: str | None, since: float | None, until: float | None) -> bool:
+    from box_memory.model import parse_time
+
+    t = parse_time(modified)
+    if t is None:
+        return False
+    ts = t.timestamp()
+    return (since is None or ts >= since) and (until is None or ts <= until)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
@@ -41,7 +53,13 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def search(
-    query: str, *, limit: int = LIMIT, workspace: str | None = None, path: Path | None = None
+    query: str,
+    *,
+    limit: int = LIMIT,
+    workspace: str | None = None,
+    path: Path | None = None,
+    since: float | None = None,
+    until: float | None = None,
 ) -> list[dict[str, Any]]:
     """At most `limit` imported documents matching `query`, best first, each with its Box URL."""
     if path is None:
@@ -52,8 +70,14 @@ def search(
     if not terms or limit < 1 or not path.exists():
         return []
     match = " OR ".join(f'"{t}"' for t in terms)
-    scope = "(s.workspace = '' OR s.workspace = ?)" if workspace else "1 = 1"
-    args: list[Any] = [match, *([workspace] if workspace else []), limit]
+    scope = (
+        "(coalesce(json_extract(s.settings, '$.only_workspace'), 0) = 0"
+        " OR s.workspace = '' OR s.workspace = ?)"
+        if workspace
+        else "1 = 1"
+    )
+    fetch = limit if since is None and until is None else max(limit * 8, 64)
+    args: list[Any] = [match, *([workspace] if workspace else []), fetch]
     # `scope` is one of two constant strings; every value is bound.
     sql = (
         "SELECT i.box_id, i.name, i.path, i.url, i.status, i.modified_at, i.indexed_at, s.id AS source_id, "  # noqa: S608
@@ -91,6 +115,8 @@ def search(
         if key in seen:
             continue
         seen.add(key)
+        if (since is not None or until is not None) and not _in_range(r["modified_at"], since, until):
+            continue
         label = f"box:{r['root']}" if r["kind"] == "box" else f"path:{r['root']}"
         hits.append(
             {

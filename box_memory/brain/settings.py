@@ -13,7 +13,16 @@ LIMITS: dict[str, tuple[int, int, int]] = {
     "max_items": (200, 1, 10000),
     "max_content_chars": (10000, 500, 100000),
 }
-FLAGS: dict[str, bool] = {"include_content": True, "ai_summaries": False, "review": True}
+# enabled: a disabled source is never synced (its entries stay until `brain purge`);
+# only_workspace: its hits show only in the workspace it was synced from (default: every workspace
+# of the same user - the design's "global imported recall").
+FLAGS: dict[str, bool] = {
+    "include_content": True,
+    "ai_summaries": False,
+    "review": True,
+    "enabled": True,
+    "only_workspace": False,
+}
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,8 @@ class Settings:
     ai_summaries: bool = False
     max_content_chars: int = 10000
     review: bool = True
+    enabled: bool = True
+    only_workspace: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -150,6 +150,7 @@ class Source:
             "root": self.root,
             "server": self.server,
             "workspace": self.workspace or None,
+            "enabled": self.settings.enabled,
             "settings": self.settings.to_dict(),
             "created_at": self.created_at,
             "last_run_at": self.last_run_at,

@@ -74,6 +74,9 @@ class SyncRequest:
     max_content_chars: int | None = None
     review: bool | None = None
     if_due: bool = False
+    enabled: bool | None = None
+    only_workspace: bool | None = None
+    all_enabled: bool = False  # no folder option: run every enabled source now, due or not
 
     def setting_changes(self) -> dict[str, Any]:
         return {
@@ -83,6 +86,8 @@ class SyncRequest:
             "ai_summaries": self.ai_summaries,
             "max_content_chars": self.max_content_chars,
             "review": self.review,
+            "enabled": self.enabled,
+            "only_workspace": self.only_workspace,
         }
 
 
@@ -269,8 +274,10 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
             sources = store.sources()
             if not sources:
                 raise InvalidInput("no Box Brain source configured yet: give --folder-id ID or --path DIR")
-            runs = [run_source(store, s, opts, if_due=True) for s in sources]
+            runs = [run_source(store, s, opts, if_due=not req.all_enabled) for s in sources]
         return SyncReport(runs, warnings)
+    if req.all_enabled:
+        raise InvalidInput("--all runs every enabled source: give it without --folder-id/--path")
 
     ws_key, ws = _workspace(req.workspace)
     if req.folder_id is not None:
@@ -299,7 +306,7 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
             key=key, workspace=ws_key, kind=kind, server=server, root=root, settings=Settings().updated(given)
         )
         if not created and given:
-            store.save_settings(source, source.settings.updated(given))
+            source = store.save_settings(source, source.settings.updated(given))
         run = run_source(store, source, opts, if_due=req.if_due, workspace=ws)
     return SyncReport([run], warnings)
 
@@ -311,7 +318,13 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
 def run_source(
     store: BrainStore, source: Source, opts: SyncOptions, *, if_due: bool, workspace: Any = _NO_WORKSPACE
 ) -> RunResult:
-    """Run one source unless it is not due (`if_due`) or another process is running it."""
+    """Run one source unless it is disabled, not due (`if_due`) or another process is running it."""
+    if not source.settings.enabled:
+        return RunResult(
+            source,
+            "skipped",
+            reasons=[f"source {source.id} is disabled (`box-memory brain source enable {source.id}`)"],
+        )
     if if_due:
         due, due_at = is_due(source, opts.now())
         if not due:

@@ -28,8 +28,17 @@ SourceOpt = Annotated[
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", help="At most N rows.")]
 
 
+source_app = typer.Typer(
+    name="source",
+    help="Turn a Box Brain source off or on (off: no more syncs; its entries stay until purge).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
 def register(app: typer.Typer) -> None:
     app.command("brain-sync")(brain_sync_cmd)
+    brain_app.add_typer(source_app, name="source")
     app.add_typer(brain_app, name="brain")
 
 
@@ -108,6 +117,23 @@ def brain_sync_cmd(
         bool | None,
         typer.Option("--review/--no-review", help="Propose review candidates (default on; saved)."),
     ] = None,
+    enable: Annotated[
+        bool | None,
+        typer.Option(
+            "--enable/--disable",
+            help="Turn the source on or off (saved); a disabled source is never synced, its entries stay.",
+        ),
+    ] = None,
+    only_workspace: Annotated[
+        bool | None,
+        typer.Option(
+            "--only-workspace/--every-workspace",
+            help="Show its hits only in this workspace, or in every workspace of yours (default; saved).",
+        ),
+    ] = None,
+    all_enabled: Annotated[
+        bool, typer.Option("--all", help="Sync every enabled source now, due or not (no folder option).")
+    ] = False,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -135,6 +161,9 @@ def brain_sync_cmd(
                     max_content_chars=max_content_chars,
                     review=review,
                     if_due=if_due,
+                    enabled=enable,
+                    only_workspace=only_workspace,
+                    all_enabled=all_enabled,
                 ),
                 SyncOptions(progress=bar),
             )
@@ -249,10 +278,12 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
                     store.candidates(status="proposed", source_id=s.id, limit=10000)
                 )
                 data["sources"].append(info)
+                info["enabled"] = s.settings.enabled
                 rows.append(
                     [
                         str(s.id),
                         escape(s.label),
+                        "on" if s.settings.enabled else "off",
                         s.last_run_status or "-",
                         str(info["items"]["entries"]),
                         str(info["items"]["deleted"]),
@@ -264,7 +295,17 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         data["size_bytes"] = path.stat().st_size
         lines = [f"Box Brain store: {escape(str(path))}"]
         table = (
-            ["id", "source", "last run", "entries", "deleted", "to review", "last run at", "last error"],
+            [
+                "id",
+                "source",
+                "sync",
+                "last run",
+                "entries",
+                "deleted",
+                "to review",
+                "last run at",
+                "last error",
+            ],
             rows,
         )
         return Outcome(data, lines, table=table)
@@ -494,3 +535,45 @@ def purge_cmd(
         )
 
     run("brain purge", o, go)
+
+
+def _set_enabled(source: str, enabled: bool, o: Any) -> None:
+    def go() -> Outcome:
+        from box_memory.errors import NotFound
+
+        store = _store()
+        if store is None:
+            raise NotFound(f"no Box Brain source {source!r} (no Box Brain store yet)")
+        with store:
+            src = store.find_source(source)
+            src = store.save_settings(src, src.settings.updated({"enabled": enabled}))
+        word = "enabled" if enabled else "disabled (no more syncs; its entries stay until `brain purge`)"
+        return Outcome({"source": src.to_dict()}, [f"Source {src.id} {escape(src.label)} {word}"])
+
+    run(f"brain source {'enable' if enabled else 'disable'}", o, go)
+
+
+@source_app.command("disable")
+def source_disable_cmd(
+    source: Annotated[
+        str, typer.Argument(metavar="SOURCE", help="Source id, box:<folder_id> or folder path.")
+    ],
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Stop syncing a source (--if-due and no-argument runs skip it); nothing is deleted."""
+    _set_enabled(source, False, opts(json_, quiet, verbose))
+
+
+@source_app.command("enable")
+def source_enable_cmd(
+    source: Annotated[
+        str, typer.Argument(metavar="SOURCE", help="Source id, box:<folder_id> or folder path.")
+    ],
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Sync a disabled source again."""
+    _set_enabled(source, True, opts(json_, quiet, verbose))

@@ -71,6 +71,9 @@ def recall_cmd(
     QUERY is a memory id (mem_...), a Box file id, [[Title]], a slug, filters such as
     kind:decision tag:auth team:ops status:active (tag: repeats as AND), or free text; filters
     and free text combine. Filter options alone are a query (`recall --kind decision --tag auth`).
+
+    Box Brain (source-backed) hits: --since/--until apply to the document's Box modified time;
+    --kind, --tag, --status and --team leave that section empty (a document has none of them).
     """
     o = opts(json_, quiet, verbose, workspace)
 
