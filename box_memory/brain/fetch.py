@@ -18,6 +18,7 @@ from typing import Any
 
 from box_memory.brain.crawl import Progress, RemoteFile
 from box_memory.brain.entry import clean_name, clean_text
+from box_memory.brain.extract import OFFICE, NoText, office_text, pdf_text
 from box_memory.brain.settings import Settings
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
 from box_memory.names import resolve_nfc
@@ -219,7 +220,8 @@ class BoxFetcher:
 
 
 class LocalFetcher:
-    """Text of files in a local (Box Drive) folder: UTF-8 text as is, binaries metadata only."""
+    """Text of files in a local (Box Drive) folder: UTF-8 text as is, PDF and Office text extracted
+    (brain/extract.py), other binaries metadata only."""
 
     def __init__(self, root: Path, settings: Settings, *, progress: Progress | None = None) -> None:
         self.root = root
@@ -242,7 +244,8 @@ class LocalFetcher:
         if too_big(f):
             return _big(f)
         ext = f.name.rsplit(".", 1)[-1].lower() if "." in f.name else ""
-        if ext in BINARY_EXTENSIONS:
+        extractable = ext == "pdf" or ext in OFFICE
+        if ext in BINARY_EXTENSIONS and not extractable:
             return Fetched(
                 "metadata_only", reason=f"no text representation for .{ext} files in a local folder"
             )
@@ -257,6 +260,13 @@ class LocalFetcher:
             return Fetched("skipped", reason="file vanished during the run")
         except OSError as exc:
             return Fetched("failed", error=f"cannot read: {exc.strerror or exc}")
+        if extractable:
+            limit = self.settings.max_content_chars
+            try:
+                raw = pdf_text(data, limit) if ext == "pdf" else office_text(data, ext, limit)
+            except NoText as exc:
+                return Fetched("metadata_only", reason=str(exc))
+            return _text_result(raw, self.settings, "file")
         if b"\x00" in data:
             return Fetched("metadata_only", reason="no text representation (binary data)")
         try:

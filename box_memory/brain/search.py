@@ -118,13 +118,20 @@ def search(
         if (since is not None or until is not None) and not _in_range(r["modified_at"], since, until):
             continue
         label = f"box:{r['root']}" if r["kind"] == "box" else f"path:{r['root']}"
+        url, local = r["url"], None
+        if r["kind"] == "local":
+            # A local (Box Drive) document has no Box URL: give its absolute path and a file:// URL
+            # so a person can open it (the id of a local item is its path under the source root).
+            local = str(Path(r["root"]) / r["box_id"])
+            url = url or Path(local).as_uri()
         hits.append(
             {
                 "section": SECTION,
                 "box_id": r["box_id"],
                 "name": r["name"],
                 "path": r["path"],
-                "url": r["url"],
+                "url": url,
+                "local_path": local,
                 "status": r["status"],
                 "modified_at": r["modified_at"],
                 "indexed_at": r["indexed_at"],
