@@ -517,7 +517,8 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
         raise InvalidInput("--title is required")
     title = validate_title(req.title) if req.title.strip() else ""
     kind = check_kind(req.kind) if req.kind else None
-    status = check_status(req.status, WRITABLE_STATUSES)
+    # An archived memory is written only as the successor of the one it retires (Box Brain review).
+    status = check_status(req.status, WRITABLE_STATUSES + (("archived",) if req.supersedes else ()))
     tags = list(dict.fromkeys(check_tag(t) for t in req.tags))
     check_agent(req.agent)
     related = [parse_related(r) for r in req.related]

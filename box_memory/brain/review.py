@@ -1,14 +1,17 @@
 """The review pass ("Dreaming"): deterministic heuristics that PROPOSE memories, never write them.
 
-Over the documents a run imported (new or changed) and the workspace's active memories it looks
-for: fact (explicit decisions and key facts), conflict (a document contradicts an active memory on
-the same subject: a different number for the same quantity, a different value for the same key,
-or the same statement negated), stale_policy (a memory cites a Box file that changed since),
-correction (a document says something was wrong or replaced), workflow (a recurring cadence) and
-open_loop (TODO/TBD/unchecked boxes/"follow up"). Every candidate keeps its rationale, evidence
-(file name, Box URL, excerpt) and a confidence; a person accepts or rejects it. Accepting writes
-one append-only memory with `sources: [{type: box_file, ref, url, version}]`; a conflict proposes
-superseding the memory it contradicts.
+Over the documents a run imported (new or changed) and the workspace's active memories it looks for:
+fact (explicit decisions and key facts), conflict (a document contradicts an active memory on the
+same subject: a different number for the same quantity, a different value for the same key, or the
+same statement negated), stale_policy (a memory cites a Box file that changed since), correction (a
+document says something was wrong or replaced), workflow (a recurring cadence), open_loop
+(TODO/TBD/unchecked boxes/"follow up") and archive (a document retires what an active memory is
+about: "X is retired / deprecated / decommissioned / no longer used"). Every candidate keeps its
+rationale, evidence (file name, Box URL, excerpt) and a confidence; a person accepts or rejects it.
+Accepting writes one append-only memory with `sources: [{type: box_file, ref, url, version}]`; a
+conflict proposes superseding the memory it contradicts; accepting an archive candidate supersedes
+the memory with an `archived` memory that records why (nothing is ever deleted). A proposed
+candidate can be edited (title, statement) before it is accepted.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from box_memory.brain.entry import clean_name
 
 REVIEW_EVERY_S = 6 * 3600
 MAX_CANDIDATES_PER_RUN = 50
-MAX_PER_DOC = {"fact": 3, "workflow": 3, "open_loop": 1, "correction": 2, "conflict": 5}
+MAX_PER_DOC = {"fact": 3, "workflow": 3, "open_loop": 1, "correction": 2, "conflict": 5, "archive": 3}
+_RETIRED = re.compile(
+    r"\b(?:is|are|was|were|has been|have been|will be|got)\s+(?:now\s+)?(?:retired|deprecated|decommissioned|"
+    r"sunset|discontinued|withdrawn|obsolete|shut down|turned off|abandoned)\b"
+    r"|\bno longer (?:used|in use|supported|applies|apply|valid|in effect|maintained)\b",
+    re.I,
+)
 MAX_MEMORIES = 5000
 EXCERPT = 240
 
@@ -272,6 +281,7 @@ def propose(docs: list[Doc], memories: list[Mem]) -> list[dict[str, Any]]:
             doc_words = words(doc.name + " " + doc.text)
             related = [m for m, w in mem_words if len(w & doc_words) >= 2]
             doc_out += _conflicts(doc, related, mem_quantities, mem_kv, mem_sentences)
+            doc_out += _retirements(doc, related)
             doc_out += _open_loops(doc)
             doc_out += _workflows(doc)
             doc_out += _corrections(doc)
@@ -526,6 +536,40 @@ def _facts(doc: Doc) -> list[dict[str, Any]]:
     return out
 
 
+def _retirements(doc: Doc, related: list[Mem]) -> list[dict[str, Any]]:
+    """Archive candidates: a sentence of the document retires what a memory is about (the
+    sentence says "retired", "deprecated", "no longer used"... and holds the memory's title words)."""
+    out: list[dict[str, Any]] = []
+    for sentence in sentences(doc.text):
+        if not _RETIRED.search(sentence):
+            continue
+        said = words(sentence)
+        for mem in related:
+            title = words(mem.title)
+            if not title or len(title & said) < min(2, len(title)):
+                continue
+            statement = (
+                f"Archive the memory [[{mem.title}]] ({mem.id}): {doc.name} says it no longer holds: "
+                f'"{_excerpt(sentence)}"'
+            )
+            out.append(
+                _cand(
+                    "archive",
+                    doc,
+                    title=f"Archived: {mem.title}",
+                    statement=statement,
+                    rationale=f"{doc.name} retires what the memory '{mem.title}' is about.",
+                    evidence=[doc.evidence(sentence), mem.evidence(mem.body)],
+                    confidence=0.6,
+                    memory_kind=mem.kind,
+                    supersedes=mem.id,
+                )
+            )
+            if len(out) >= MAX_PER_DOC["archive"]:
+                return out
+    return out
+
+
 def _stale(doc: Doc, memories: list[Mem]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for mem in memories:
@@ -616,6 +660,8 @@ def memory_request(cand: dict[str, Any], *, supersedes: str | None, team: str | 
         content="\n".join(lines),
         title=cand["title"],
         kind=kind,
+        # Accepting an archive candidate retires the memory: the superseding memory is archived.
+        status="archived" if cand["kind"] == "archive" else "active",
         tags=["box-brain", cand["kind"].replace("_", "-")],
         team=team,
         supersedes=supersedes,
@@ -656,6 +702,28 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> dic
     written = write_memory(ws, memory_request(cand, supersedes=supersedes, team=team))
     store.decide(cand_id, "accepted", written["id"])
     return {"candidate": store.candidate(cand_id), "memory": written}
+
+
+def edit(
+    store: Any, cand_id: int, *, title: str | None = None, statement: str | None = None
+) -> dict[str, Any]:
+    """Change a proposed candidate's title and/or statement before it is accepted."""
+    from box_memory.errors import InvalidInput
+    from box_memory.ids import validate_title
+
+    cand = store.candidate(cand_id)
+    if cand["status"] != "proposed":
+        raise InvalidInput(
+            f"review candidate {cand_id} is already {cand['status']}; only a proposed one is edited"
+        )
+    new_title = validate_title(title) if title is not None else cand["title"]
+    new_statement = statement.strip() if statement is not None else cand["statement"]
+    if not new_statement:
+        raise InvalidInput("the statement must not be empty")
+    if len(new_statement) > 20000:
+        raise InvalidInput("the statement is longer than 20000 characters")
+    store.update_candidate(cand_id, title=new_title, statement=new_statement)
+    return {"candidate": store.candidate(cand_id)}
 
 
 def reject(store: Any, cand_id: int) -> dict[str, Any]:

@@ -646,6 +646,12 @@ class BrainStore:
             raise NotFound(f"no review candidate {cand_id} (see `box-memory brain review`)")
         return self._candidate(row)
 
+    def update_candidate(self, cand_id: int, *, title: str, statement: str) -> None:
+        self.db.execute(
+            "UPDATE candidates SET title = ?, statement = ? WHERE id = ? AND status = 'proposed'",
+            (title, statement, cand_id),
+        )
+
     def decide(self, cand_id: int, status: str, memory_id: str | None = None) -> None:
         self.db.execute(
             "UPDATE candidates SET status = ?, memory_id = ?, decided_at = ? WHERE id = ?",

@@ -36,9 +36,17 @@ source_app = typer.Typer(
 )
 
 
+review_app = typer.Typer(
+    name="review",
+    help="Review candidates proposed by brain-sync; `review edit ID` changes one before acceptance.",
+    add_completion=False,
+)
+
+
 def register(app: typer.Typer) -> None:
     app.command("brain-sync")(brain_sync_cmd)
     brain_app.add_typer(source_app, name="source")
+    brain_app.add_typer(review_app, name="review")
     app.add_typer(brain_app, name="brain")
 
 
@@ -396,8 +404,9 @@ def items_cmd(
     run("brain items", o, go)
 
 
-@brain_app.command("review")
+@review_app.callback(invoke_without_command=True)
 def review_cmd(
+    ctx: typer.Context,
     source: SourceOpt = None,
     status: Annotated[
         str, typer.Option("--status", help="proposed (default), accepted, rejected or all.")
@@ -408,6 +417,8 @@ def review_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Review candidates proposed by brain-sync (accept or reject them by id)."""
+    if ctx.invoked_subcommand is not None:
+        return
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
@@ -577,3 +588,68 @@ def source_enable_cmd(
 ) -> None:
     """Sync a disabled source again."""
     _set_enabled(source, True, opts(json_, quiet, verbose))
+
+
+@review_app.command("edit")
+def review_edit_cmd(
+    cand_id: Annotated[str, typer.Argument(metavar="ID", help="Candidate id from `brain review`.")],
+    title: Annotated[str | None, typer.Option("--title", help="New title of the memory to write.")] = None,
+    body: Annotated[
+        str | None, typer.Option("--body", help="New statement (the memory's text); - reads stdin.")
+    ] = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Edit a proposed candidate before accepting it: --title/--body, or neither to open $EDITOR
+    (first line the title, then a blank line and the statement)."""
+    o = opts(json_, quiet, verbose)
+
+    def go() -> Outcome:
+        from box_memory.brain.review import edit
+        from box_memory.errors import NotFound
+
+        number = _cand_id(cand_id)
+        store = _store()
+        if store is None:
+            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
+        with store:
+            new_title, new_body = title, body
+            if new_body == "-":
+                new_body = sys.stdin.read()
+            if new_title is None and new_body is None:
+                cand = store.candidate(number)
+                new_title, new_body = _in_editor(cand["title"], cand["statement"])
+            res = edit(store, number, title=new_title, statement=new_body)
+        c = res["candidate"]
+        return Outcome(res, [f"[bold]#{c['id']}[/bold] {escape(c['title'])}", escape(c["statement"])])
+
+    run("brain review edit", o, go)
+
+
+def _in_editor(title: str, statement: str) -> tuple[str, str]:
+    """Open $VISUAL/$EDITOR on the candidate; the first line is the title, the rest the statement."""
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    from box_memory.errors import InvalidInput, UsageProblem
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        raise UsageProblem("no $EDITOR set: give --title and/or --body, or set EDITOR")
+    fd, name = tempfile.mkstemp(prefix="box-memory-review-", suffix=".md")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"{title}\n\n{statement}\n")
+        done = subprocess.run([*shlex.split(editor), name], check=False)  # the user's own editor
+        if done.returncode != 0:
+            raise UsageProblem(f"the editor exited with status {done.returncode}; nothing changed")
+        text = Path(name).read_text(encoding="utf-8")
+    finally:
+        Path(name).unlink(missing_ok=True)
+    head, _, rest = text.strip("\n").partition("\n")
+    if not head.strip():
+        raise InvalidInput("the first line (the title) is empty; nothing changed")
+    return head.strip(), rest.strip()

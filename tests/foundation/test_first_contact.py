@@ -109,5 +109,8 @@ def test_json_holds_for_usage_errors_and_before_the_command(cli, ws: Path) -> No
     res = cli("--json", "status", "-w", str(ws))
     assert res.exit_code == 0 and json.loads(res.stdout)["command"] == "status"
     # Without --json a usage error stays Click's text on stderr.
-    plain = cli("recall")
+    plain = cli("get")
     assert plain.exit_code == 2 and "Missing argument" in plain.stderr and not plain.stdout
+    # recall's QUERY is optional (filters alone are a query): with neither, a one-line usage error.
+    plain = cli("recall")
+    assert plain.exit_code == 2 and "missing QUERY" in plain.stderr and not plain.stdout
