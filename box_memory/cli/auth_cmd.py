@@ -61,6 +61,14 @@ def login_cmd(
         bool, typer.Option("--no-browser", help="Print the sign-in URL instead of opening a browser.")
     ] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the sign-in.")] = 300.0,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope",
+            help="Also ask for this Box scope (e.g. docgen.readwrite; repeatable). "
+            "Stored with the credentials and shown by `auth status`.",
+        ),
+    ] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -69,7 +77,19 @@ def login_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
+        import re
+
+        from box_memory.errors import InvalidInput
         from box_memory.mcp import auth
+
+        wanted = auth.DEFAULT_SCOPES.split()
+        for raw in scope or []:
+            for name in raw.replace(",", " ").split():
+                # Box scope names: lowercase words joined by . or _ (root_readwrite, docgen.readwrite).
+                if not re.fullmatch(r"[a-z][a-z0-9_.:-]{0,63}", name):
+                    raise InvalidInput(f"--scope {name!r} is not a Box scope name (e.g. docgen.readwrite)")
+                if name not in wanted:
+                    wanted.append(name)
 
         def show(url: str) -> None:
             # The URL carries no secret (PKCE challenge and state only): safe on stderr.
@@ -77,7 +97,13 @@ def login_cmd(
             sys.stderr.flush()
 
         st = auth.login(
-            client_id, client_secret, port=port, open_browser=not no_browser, timeout=timeout, on_url=show
+            client_id,
+            client_secret,
+            port=port,
+            scopes=" ".join(wanted),
+            open_browser=not no_browser,
+            timeout=timeout,
+            on_url=show,
         ).to_dict()
         return Outcome(st, ["Signed in to Box.", *_status_lines(st)[1:]])
 

@@ -118,3 +118,32 @@ def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None
     logout = cli.json("auth", "logout")["data"]
     assert logout["removed"] is True and set(logout["revoked"]) == {"access_token", "refresh_token"}
     assert auth.load_credentials() is None
+
+
+def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli) -> None:
+    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id, "BOX_CLIENT_SECRET": oauth.client_secret}
+    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
+    proc = subprocess.Popen(
+        [*argv, "--timeout", "30", "--scope", "docgen.readwrite", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    url = ""
+    for _ in range(5):
+        line = proc.stderr.readline()
+        if line.startswith("http"):
+            url = line.strip()
+            break
+    httpx.get(url, follow_redirects=True, timeout=10)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert oauth.authorize_requests[-1]["scope"] == "root_readwrite ai.readwrite docgen.readwrite"
+    assert json.loads(out)["data"]["scopes"] == ["root_readwrite", "ai.readwrite", "docgen.readwrite"]
+    status = cli.json("auth", "status")["data"]
+    assert status["scopes"] == ["root_readwrite", "ai.readwrite", "docgen.readwrite"]
+    assert "scopes: root_readwrite ai.readwrite docgen.readwrite" in cli("auth", "status").stdout
+    bad = cli.json("auth", "login", "--scope", "Bad Scope!", code=2)
+    assert "--scope" in bad["errors"][0]["message"]
