@@ -128,7 +128,10 @@ def signature(ws: Workspace, path: str) -> str | None:
         except PermissionError:
             return "denied"  # a team boundary: re-checked on every call, read once it opens
         return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-    e = store.stat(path)
+    try:
+        e = store.stat(path)
+    except Unreadable:
+        return "denied"
     return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
 
 

@@ -100,6 +100,7 @@ class Switches:
     upload_text_only: bool = False  # upload_file refuses names outside the documented text types
     shared_links: frozenset[str] = frozenset()  # item ids with a shared link: write tools refuse below
     external_collaborators: frozenset[str] = frozenset()  # item ids with an external collaborator
+    forbidden: frozenset[str] = frozenset()  # item ids this user may not read (403 on them and below)
     catalogue: str = "today"  # which tool catalogue snapshot to serve (catalogue.py), or a file
     disabled_tools: frozenset[str] = frozenset()
     hidden_tools: frozenset[str] = frozenset()
@@ -124,7 +125,7 @@ class Switches:
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("disabled_tools", "hidden_tools", "shared_links", "external_collaborators"):
+    if name in ("disabled_tools", "hidden_tools", "shared_links", "external_collaborators", "forbidden"):
         return frozenset([value] if isinstance(value, str) else value or ())
     if name == "error_kinds":
         items = value.split(",") if isinstance(value, str) else value
@@ -475,6 +476,8 @@ class Emulator:
             handler_args = catalogue.adapt(entry, arguments)
             if not spec.read_only and (sw.shared_links or sw.external_collaborators):
                 self._guard_write(handler_args, sw)
+            if sw.forbidden:
+                self._guard_read(handler_args, sw)
             payload = await anyio.to_thread.run_sync(run_tool, spec, tool_ctx, handler_args)
         except BoxApiError as exc:
             body = exc.body()
@@ -493,6 +496,21 @@ class Emulator:
                 content=[types.TextContent(type="text", text=text)], structured_content=payload
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    def _guard_read(self, arguments: dict[str, Any], sw: Switches) -> None:
+        """A folder or file the user may not read (a team boundary): 403 for it and its contents."""
+        for key in ("file_id", "folder_id", "parent_folder_id"):
+            raw = arguments.get(key)
+            if raw in (None, ""):
+                continue
+            try:
+                chain = self.fs.ancestry(self.fs.get(str(raw).strip()))
+            except BoxApiError:
+                continue
+            if any(item.id in sw.forbidden for item in chain):
+                raise BoxApiError(
+                    403, "access_denied_insufficient_permissions", "Access denied - insufficient permission"
+                )
 
     def _guard_write(self, arguments: dict[str, Any], sw: Switches) -> None:
         """The published rule: write tools refuse items that have a shared link or an external

@@ -46,6 +46,7 @@ from box_memory.errors import (
     LockBusy,
     NotFound,
     ToolMissing,
+    Unreadable,
     WorkspaceNotFound,
     WriteRefused,
 )
@@ -460,6 +461,12 @@ class CloudStore:
                 first = None
                 page = listing(payload)
             except BoxMemoryError as e:
+                if isinstance(e, BoxToolError) and e.status == 403 and folder_id != self.root_id:
+                    # A folder of the workspace this Box user may not read (a team boundary):
+                    # readers skip it and say so; it is never taken for a missing folder.
+                    raise Unreadable(
+                        f"Box folder {folder_id} is not readable by this Box user (403)"
+                    ) from None
                 if isinstance(e, BoxToolError) and e.status == 404:
                     if folder_id == self.root_id:
                         raise WorkspaceNotFound(
@@ -629,7 +636,14 @@ class CloudStore:
             self._stale_ids.add(fid)
             self._forget_path(path)
             fid = self.folder_id(path, logical=False)
-            return None if fid is None else self._list(fid)
+            if fid is None:
+                return None
+            try:
+                return self._list(fid)
+            except NotFound:
+                # Listed in its parent, yet Box answers 404 for it: Box's answer for an item the
+                # user may not see. Skipped like a 403, never taken for a deletion.
+                raise Unreadable(f"Box folder {path}/ is not readable by this Box user (404)") from None
 
     def _item(self, path: str) -> dict[str, Any] | None:
         path = clean_path(path)

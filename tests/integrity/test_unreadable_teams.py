@@ -164,3 +164,29 @@ def test_index_rebuild_never_drops_what_it_cannot_read(box: Box) -> None:
     box.restore()
     ops = json.loads((box.ws / "teams/ops/memories/_index.json").read_text())
     assert [e["title"] for e in ops["entries"]] == ["Deploy strategy"]
+
+
+def test_a_box_team_folder_answering_403_is_skipped(make: Any) -> None:
+    """On Box, a team folder whose listing answers 403 is skipped like an unreadable local one."""
+    from tests.cloud.conftest import Backend
+
+    b: Backend = make("cloud", "--team", "ops")
+    b.run("write", "Rotate the deploy keys monthly.", "--title", "Deploy keys")
+    b.run("write", "Blue-green deploys.", "--title", "Deploy strategy", "--team", "ops")
+    assert b.emu is not None
+    ops = b.emu.fs.id_for_path(f"{b.name}/teams/ops")
+    b.emu.configure(forbidden=[ops])
+    try:
+        env = b.run("recall", "deploy")
+        assert [h["title"] for h in env["data"]["hits"]] == ["Deploy keys"]
+        assert sum("permission denied" in w for w in env["warnings"]) == 1
+        status = b.run("status")
+        assert any(u.startswith("teams/ops/") for u in status["data"]["unreadable"])
+        assert status["data"]["index_health"]["problems"] == []
+        rebuilt = b.run("index-rebuild")
+        assert rebuilt["data"]["orphans"] == [] and rebuilt["data"]["diff"]["removed"] == []
+        assert any(u.startswith("teams/ops/") for u in rebuilt["data"]["permission_denied"])
+    finally:
+        b.emu.configure(forbidden=())
+    titles = {h["title"] for h in b.run("recall", "deploy")["data"]["hits"]}
+    assert titles == {"Deploy keys", "Deploy strategy"}
