@@ -217,8 +217,26 @@ def load_index(ws: Workspace, folder: str) -> FolderIndex:
 
 
 def save_index(ws: Workspace, idx: FolderIndex) -> None:
+    _box_ids(ws, idx)
     idx.finalize(str(ws.config.data.get("tier") or "unknown"))
-    ws.store.write_bytes(join(idx.folder, INDEX_NAME), idx.to_bytes())
+    file_id = ws.store.write_bytes(join(idx.folder, INDEX_NAME), idx.to_bytes())
+    if file_id and idx.data.get("folder_id") and not idx.data.get("index_file_id"):
+        idx.data["index_file_id"] = file_id  # the first upload made it: the next save records it
+
+
+def _box_ids(ws: Workspace, idx: FolderIndex) -> None:
+    """On Box, an index carries its folder's id and its own file id (format spec section 5), taken
+    from the listings this command already holds; a local workspace has neither."""
+    box_folder = getattr(ws.store, "folder_id", None)
+    if box_folder is None or ws.store.kind != "cloud":
+        return
+    d = idx.data
+    if not d.get("folder_id"):
+        d["folder_id"] = box_folder(idx.folder)
+    if not d.get("index_file_id"):
+        entry = ws.store.stat(join(idx.folder, INDEX_NAME))
+        if entry is not None and entry.file_id:
+            d["index_file_id"] = entry.file_id
 
 
 def load_all(ws: Workspace) -> list[FolderIndex]:

@@ -261,7 +261,14 @@ def ensure_scope_folders(ws: Workspace, scope: str | None) -> list[str]:
             created.append(folder + "/")
         idx = join(folder, INDEX_NAME)
         if not store.exists(idx):
-            data = empty_index(folder, None, str(ws.config.data.get("tier") or "unknown"))
-            store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            box_folder = getattr(store, "folder_id", None)  # cloud: the folder's real Box id
+            fid = box_folder(folder) if box_folder is not None else None
+            data = empty_index(folder, fid, str(ws.config.data.get("tier") or "unknown"))
+            file_id = store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            if fid is not None and file_id:
+                # The index names its own Box file id (format spec section 5): known only once
+                # uploaded, so the new index gets a second version that carries it.
+                data["index_file_id"] = file_id
+                store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
             created.append(idx)
     return created

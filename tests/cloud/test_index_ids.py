@@ -1,0 +1,33 @@
+"""Cloud folder indexes and the rollup's child_indexes carry the real Box folder_id and
+index_file_id (format spec sections 5 and 6), from init on and after every write."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.cloud.conftest import Backend
+
+
+def _check(b: Backend, teams: tuple[str, ...] = ()) -> None:
+    assert b.emu is not None
+    roll = json.loads(b.path("_index.json").read_bytes())
+    children = {c["folder_path"]: c for c in roll["child_indexes"]}
+    folders = ["memories", "files", *(f"teams/{t}/{k}" for t in teams for k in ("memories", "files"))]
+    for folder in folders:
+        idx = json.loads(b.path(f"{folder}/_index.json").read_bytes())
+        want_folder = b.emu.fs.id_for_path(f"{b.name}/{folder}")
+        want_file = b.emu.fs.id_for_path(f"{b.name}/{folder}/_index.json")
+        assert (idx["folder_id"], idx["index_file_id"]) == (want_folder, want_file), folder
+        child = children[folder + "/"]
+        assert (child["folder_id"], child["index_file_id"]) == (want_folder, want_file), folder
+
+
+def test_fresh_cloud_workspace_indexes_carry_real_box_ids(make: Any) -> None:
+    b: Backend = make("cloud", "--team", "ops")
+    _check(b, ("ops",))
+    b.run("write", "Box ids in every index.", "--title", "Ids everywhere")
+    b.run("write", "And in team indexes.", "--title", "Team ids", "--team", "ops")
+    _check(b, ("ops",))
+    b.run("index-rebuild")
+    _check(b, ("ops",))
