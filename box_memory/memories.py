@@ -550,30 +550,37 @@ def copies_warning(folder: str, copies: list[str]) -> str:
 
 @dataclass
 class FolderSlots:
-    """Slugs taken in one folder (index entries and files on disk) and entries by slug.
+    """Slugs taken in one folder (index entries), file names on disk, and entries by slug.
 
     Built once per folder under the lock; a batch keeps it current as it writes, so each write
-    does not re-list the folder or scan every entry.
+    does not re-list the folder or scan every entry. A file on disk that the index does not know
+    takes only its file name, not the slug: the memory keeps the slug it was asked for and its
+    file takes the next free suffix (the plugin's "slug stable"; Box answers such a clash 409).
     """
 
     taken: set[str]
     by_slug: dict[str, dict[str, Any]]
     copies: list[str] = field(default_factory=list)  # sync conflict copies the index does not hold
+    names: set[str] = field(default_factory=set)  # case-folded: Box, macOS and Windows fold case
 
     @classmethod
     def scan(cls, ws: Workspace, idx: FolderIndex) -> FolderSlots:
-        names = ws.store.list_names(idx.folder)
-        # Compared case-folded: `Note__Foo.md` on disk takes slug `foo` on Box, macOS and Windows.
+        listed = ws.store.list_names(idx.folder)
         taken = {str(e.get("slug")).casefold() for e in idx.entries}
-        taken |= {
-            name.split("__", 1)[1][:-3].casefold()
-            for name in names
-            if "__" in name and name.lower().endswith(".md")
-        }
+        names = {name.casefold() for name in listed}
+        names |= {str(e.get("filename")).casefold() for e in idx.entries if e.get("filename")}
         by_slug: dict[str, dict[str, Any]] = {}
         for e in idx.entries:
             by_slug.setdefault(str(e.get("slug")), e)
-        return cls(taken, by_slug, unmerged_copies(idx, names))
+        return cls(taken, by_slug, copies=unmerged_copies(idx, listed), names=names)
+
+    def free_name(self, kind: str, slug: str) -> str:
+        """`<kind>__<slug>.md`, or with the next free -2, -3 ... when a file holds that name."""
+        name, n = memory_filename(kind, slug), 1
+        while name.casefold() in self.names:
+            n += 1
+            name = memory_filename(kind, f"{slug}-{n}")
+        return name
 
 
 OpenIndexes = dict[str, tuple[FolderIndex, FolderSlots]]
@@ -686,21 +693,27 @@ def _commit_prepared(
     mem_id = str(meta["id"])
     final_kind = kind
 
+    attempt = [slots.free_name(kind, slug)]
+
     def next_name(m: dict[str, Any]) -> str:
-        # A file not yet in the index has that name: take the next suffix, never overwrite.
-        taken.add(str(m["slug"]))
-        m["slug"] = next_free_slug(base, taken)
-        return memory_filename(final_kind, m["slug"])
+        # A file that is not in the index holds that name (Box answers 409 Conflict; locally the
+        # file exists): never overwrite it. The memory keeps the slug and title it was asked for
+        # (the plugin's "slug stable"); only its file name takes the next free suffix, and the
+        # index maps the slug to that file.
+        slots.names.add(attempt[0].casefold())
+        if len(slots.names) > 100_000 + len(idx.entries):
+            raise AlreadyExists(f"no free file name for {m['slug']!r} in {folder}/")
+        attempt[0] = slots.free_name(final_kind, str(m["slug"]))
+        return attempt[0]
 
     body = render_body(title, p.content)
     # A batch defers index saves, except when the superseded memory sits in another folder.
     save = save or (old is not None and old.located.folder != folder)
-    done = commit_memory(
-        ws, idx, meta, body, memory_filename(kind, slug), old=old, rename=next_name, save=save
-    )
+    done = commit_memory(ws, idx, meta, body, attempt[0], old=old, rename=next_name, save=save)
     warnings += done.warnings
     slug = str(meta["slug"])
     taken.add(slug)
+    slots.names.add(done.filename.casefold())
     if idx.entries and idx.entries[-1].get("id") == mem_id:
         slots.by_slug.setdefault(slug, idx.entries[-1])
     if old is not None and old.located.folder == folder:

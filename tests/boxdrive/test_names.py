@@ -144,11 +144,13 @@ def test_every_file_box_memory_creates_is_a_name_box_drive_syncs(cli, tmp_path):
 # --- case-insensitive collisions -----------------------------------------------------------------
 
 
-def test_a_case_variant_on_disk_unknown_to_the_index_takes_the_slug(cli, ws):
+def test_a_case_variant_on_disk_unknown_to_the_index_takes_the_file_name(cli, ws):
+    """The clash is case-folded (Box, macOS, Windows); the memory keeps its slug ("slug stable")
+    and only its file name takes the suffix."""
     foreign = ws / "memories" / "Note__Foo.md"
     foreign.write_text("written by another client\n", encoding="utf-8")
     made = cli.json("write", "content", "--title", "foo", "--kind", "note", *w(ws))["data"]
-    assert made["slug"] == "foo-2"
+    assert made["slug"] == "foo"
     assert made["file"] == "memories/note__foo-2.md"
     assert not (ws / "memories" / "note__foo.md").exists()
     assert foreign.read_text(encoding="utf-8") == "written by another client\n"
