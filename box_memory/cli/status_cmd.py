@@ -19,6 +19,13 @@ def status_cmd(
         bool,
         typer.Option("--check-indexes", help="Also compare every index with its files (parses them all)."),
     ] = False,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Box: detect the tier and capabilities again and save them (after a plan change).",
+        ),
+    ] = False,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -32,12 +39,28 @@ def status_cmd(
         from box_memory.workspace import open_workspace
 
         ws = open_workspace(o.workspace)
+        refreshed: dict[str, Any] | None = None
+        notes: list[str] = []
+        if refresh:
+            redetect = getattr(ws.store, "redetect_tier", None)
+            if redetect is None:
+                notes.append("--refresh: a local workspace has no Box tier to detect")
+            else:
+                with ws.store.lock(writer="box-memory", skill="status"):
+                    refreshed = redetect()
+                ws = open_workspace(o.workspace)  # the config as written
         data = workspace_status(ws, check_indexes=check_indexes)
+        if refreshed is not None:
+            data["tier_refresh"] = refreshed
+            if refreshed["changed"]:
+                notes.append(f"Box tier now {refreshed['tier']} (was {refreshed['previous_tier']}); saved")
         if o.verbose:
             from box_memory.recall_cache import cache_info
 
             data["recall_cache"] = cache_info(ws)
-        return Outcome(data, _lines(data), warnings=_warnings(data), verbose_warnings=quiet_warnings(data))
+        return Outcome(
+            data, _lines(data), warnings=[*notes, *_warnings(data)], verbose_warnings=quiet_warnings(data)
+        )
 
     run("status", o, go)
 

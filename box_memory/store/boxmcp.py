@@ -345,6 +345,7 @@ class CloudStore:
         self.lock_name_used: str | None = None
         self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
         self.warnings: list[str] = []
+        self._redetected = False
         self.list_calls = 0
         _OPEN.append(self)
 
@@ -1091,7 +1092,11 @@ class CloudStore:
 
     def _apply_metadata(self, path: str, file_id: str, data: bytes) -> None:
         key = self._template_key()
-        if key is None or not self.has_tool("set_file_metadata"):
+        if key is None:
+            return
+        if not self.has_tool("set_file_metadata"):
+            # The config says metadata templates, the catalogue no longer offers the tool.
+            self._downgraded("the set_file_metadata tool is no longer offered")
             return
         fields = metadata_fields(data)
         if fields is None:
@@ -1103,6 +1108,45 @@ class CloudStore:
             )
         except BoxMemoryError as e:
             self.warnings.append(f"Box metadata not applied to {path} (the memory is written): {e}")
+            if isinstance(e, BoxToolError) and e.status in (403, 404):
+                self._downgraded(f"Box refused the metadata ({e.status})")
+
+    def _downgraded(self, why: str) -> None:
+        """A Box answer that signals a lower tier: detect tier and capabilities again (once per
+        command) and write them back to the config, with a warning. The caller holds the lock."""
+        if self._redetected:
+            return
+        self._redetected = True
+        try:
+            found = self.redetect_tier()
+        except BoxMemoryError as e:
+            self.warnings.append(f"{why}; re-detecting the Box tier failed: {e}")
+            return
+        if found is not None:
+            self.warnings.append(
+                f"{why}: Box tier re-detected as {found['tier']} (was {found['previous_tier']}); "
+                f"capabilities updated in {CONFIG_NAME}"
+            )
+
+    def redetect_tier(self) -> dict[str, Any] | None:
+        """Tier and capabilities detected now (who_am_i, catalogue) and written to the config.
+
+        Used after a downgrade signal and by `status --refresh` (an upgrade); the caller holds
+        the workspace lock. Returns {tier, previous_tier, capabilities, changed} or None when
+        the workspace has no config.
+        """
+        cfg = self._config_data()
+        if not cfg:
+            return None
+        tier, caps, _template = detect_tier(self.box)
+        before = cfg.get("capabilities")
+        merged: dict[str, Any] = {**(before if isinstance(before, dict) else {}), **caps}
+        if not self.has_tool("set_file_metadata"):
+            merged["custom_metadata_templates"] = False  # templates listable, but nothing to apply them
+        changed = cfg.get("tier") != tier or cfg.get("capabilities") != merged
+        new = {**cfg, "tier": tier, "tier_detected_at": now_iso(), "capabilities": merged}
+        self.write_bytes(CONFIG_NAME, orjson.dumps(new, option=orjson.OPT_INDENT_2))
+        return {"tier": tier, "previous_tier": cfg.get("tier"), "capabilities": merged, "changed": changed}
 
     def metadata_search(
         self, *, kind: str | None = None, status: str | None = None, team: str | None = None, limit: int = 200
