@@ -707,12 +707,15 @@ def stale_companions(ws: Workspace) -> list[dict[str, Any]]:
     return stale_report(ws)[0]
 
 
-def stale_report(ws: Workspace, *, cached: bool = False) -> tuple[list[dict[str, Any]], int, list[str]]:
+def stale_report(
+    ws: Workspace, *, cached: bool = False, indexes: list[FolderIndex] | None = None
+) -> tuple[list[dict[str, Any]], int, list[str]]:
     """(stale or orphaned companions, how many live companions were checked, unreadable ones).
 
     `cached` checks through the hash cache (status): a binary is hashed only when it changed.
+    `indexes`: the folder indexes to look in (status passes the ones that parse), else all.
     """
-    comps, problems = find_companions(ws)
+    comps, problems = find_companions(ws, indexes)
     rows: list[dict[str, Any]] = []
     hashes = HashCache(ws) if cached else None
     try:

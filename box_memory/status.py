@@ -242,17 +242,17 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         data["index_health"]["ok"] = data["index_health"]["ok"] and not (
             report["drift"] or report["duplicate_ids"]
         )
-    data["companions"] = _companion_health(ws)
+    data["companions"] = _companion_health(ws, indexes)
     data["next"] = next_steps(data)
     return data
 
 
-def _companion_health(ws: Workspace) -> dict[str, Any]:
+def _companion_health(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     """Stale and orphaned companions, counted on every status: cheap through the hash cache
     (a binary is hashed only when its size or mtime, or Box etag/sha1, changed since)."""
     from box_memory.companions import stale_report
 
-    rows, checked, problems = stale_report(ws, cached=True)
+    rows, checked, problems = stale_report(ws, cached=True, indexes=indexes)
     return {
         "checked": checked,
         "stale": sum(1 for r in rows if r["state"] == "stale"),
