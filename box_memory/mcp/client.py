@@ -436,6 +436,10 @@ class BoxMCPClient:
     def has_tool(self, name: str) -> bool:
         return name in self.tools
 
+    def reload_catalogue(self) -> None:
+        """Read the tool list from the server again, past the on-disk cache (a plan change)."""
+        self._run(self._load_catalogue)
+
     def call(self, name: str, args: dict[str, Any] | None = None) -> Any:
         """Call a tool; returns the unwrapped payload (dict/list, or str for plain text)."""
         return self._run(self._acall, name, args or {}, unwrap)

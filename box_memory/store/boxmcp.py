@@ -1108,17 +1108,19 @@ class CloudStore:
             )
         except BoxMemoryError as e:
             self.warnings.append(f"Box metadata not applied to {path} (the memory is written): {e}")
-            if isinstance(e, BoxToolError) and e.status in (403, 404):
+            if isinstance(e, ToolMissing):
+                self._downgraded("the set_file_metadata tool is no longer offered", tool_gone=True)
+            elif isinstance(e, BoxToolError) and e.status in (403, 404):
                 self._downgraded(f"Box refused the metadata ({e.status})")
 
-    def _downgraded(self, why: str) -> None:
+    def _downgraded(self, why: str, *, tool_gone: bool = False) -> None:
         """A Box answer that signals a lower tier: detect tier and capabilities again (once per
         command) and write them back to the config, with a warning. The caller holds the lock."""
         if self._redetected:
             return
         self._redetected = True
         try:
-            found = self.redetect_tier()
+            found = self.redetect_tier(metadata_tool=not tool_gone)
         except BoxMemoryError as e:
             self.warnings.append(f"{why}; re-detecting the Box tier failed: {e}")
             return
@@ -1128,7 +1130,7 @@ class CloudStore:
                 f"capabilities updated in {CONFIG_NAME}"
             )
 
-    def redetect_tier(self) -> dict[str, Any] | None:
+    def redetect_tier(self, *, metadata_tool: bool = True) -> dict[str, Any] | None:
         """Tier and capabilities detected now (who_am_i, catalogue) and written to the config.
 
         Used after a downgrade signal and by `status --refresh` (an upgrade); the caller holds
@@ -1138,10 +1140,13 @@ class CloudStore:
         cfg = self._config_data()
         if not cfg:
             return None
+        reload = getattr(self.box, "reload_catalogue", None)
+        if reload is not None:
+            reload()  # the cached tool list may predate the plan change
         tier, caps, _template = detect_tier(self.box)
         before = cfg.get("capabilities")
         merged: dict[str, Any] = {**(before if isinstance(before, dict) else {}), **caps}
-        if not self.has_tool("set_file_metadata"):
+        if not metadata_tool or not self.has_tool("set_file_metadata"):
             merged["custom_metadata_templates"] = False  # templates listable, but nothing to apply them
         changed = cfg.get("tier") != tier or cfg.get("capabilities") != merged
         new = {**cfg, "tier": tier, "tier_detected_at": now_iso(), "capabilities": merged}
