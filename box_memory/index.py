@@ -11,7 +11,7 @@ import orjson
 
 from box_memory import frontmatter
 from box_memory.errors import InvalidFile, NotFound, Unreadable
-from box_memory.model import INDEX_MAPS, Memory, now_iso, parse_time
+from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
 from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -380,12 +380,15 @@ def drift(
     `listing` is the folder's listing when the caller has just read it (recall's cache does).
     """
     reasons: list[str] = []
+    index_written = 0.0  # when this copy of the index file was written (a copy resets it)
     if listing is not None:
         listing = [e for e in listing if not e.is_dir and is_memory_file(e.name)]
     elif quick:
         listing = []  # names only: no per-file objects on a write's hot path
     else:
-        listing = [e for e in ws.store.list_dir(idx.folder) if not e.is_dir and is_memory_file(e.name)]
+        full = ws.store.list_dir(idx.folder)
+        index_written = next((e.modified for e in full if e.name == INDEX_NAME), 0.0)
+        listing = [e for e in full if not e.is_dir and is_memory_file(e.name)]
     if quick and not listing:
         on_disk = {n for n in ws.store.list_names(idx.folder) if is_memory_file(n)}
     else:
@@ -399,11 +402,46 @@ def drift(
         reasons.append(f"{len(indexed - on_disk)} indexed file(s) are missing from {idx.folder}/")
     t = parse_time(idx.updated_at)
     if t is not None and not quick:
-        limit = t.timestamp() + STALE_TOLERANCE_S
-        newer = [e.name for e in listing if e.modified > limit]
-        if newer:
-            reasons.append(f"{len(newer)} file(s) in {idx.folder}/ changed after its index")
+        # Modification times are only a first filter: a copy without them (cp -r, git clone,
+        # unzip, a fresh Box Drive sync) makes every file look newer than its index. A file counts
+        # as changed only when its content no longer gives the entry the index holds for it.
+        limit = max(t.timestamp(), index_written) + STALE_TOLERANCE_S
+        newer = [e for e in listing if e.modified > limit]
+        changed = changed_since_indexed(ws, idx, newer) if newer else []
+        if changed:
+            reasons.append(f"{len(changed)} file(s) in {idx.folder}/ changed after its index")
     return reasons
+
+
+def changed_since_indexed(ws: Workspace, idx: FolderIndex, files: list[Entry]) -> list[str]:
+    """Names of `files` whose content no longer matches their index entry (size first, then the
+    entry a rebuild would write from the file). Files the index does not list are left out: the
+    caller counts them on their own."""
+    from box_memory.errors import BoxMemoryError
+    from box_memory.rebuild import entry_changes
+
+    by_name = {str(e.get("filename")): e for e in idx.entries}
+    out: list[str] = []
+    for f in files:
+        cur = by_name.get(f.name)
+        if cur is None:
+            continue
+        size = cur.get("size_bytes")
+        if isinstance(size, int) and f.size and f.size != size:
+            out.append(f.name)
+            continue
+        path = join(idx.folder, f.name)
+        try:
+            raw = ws.store.read_bytes(path)
+            meta, body = frontmatter.parse(raw.decode("utf-8"), path)
+            mem = Memory.from_meta(meta, body, str(cur.get("local_path") or path))
+        except (BoxMemoryError, UnicodeDecodeError):
+            out.append(f.name)
+            continue
+        fresh = index_entry(mem, filename=f.name, file_id=cur.get("file_id"), size_bytes=len(raw))
+        if (isinstance(size, int) and len(raw) != size) or entry_changes(cur, fresh):
+            out.append(f.name)
+    return out
 
 
 def carry_over(fresh: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
