@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from box_memory.errors import InvalidInput, NotFound, Unreadable, WorkspaceNotFound
+from box_memory.errors import InvalidFile, InvalidInput, NotFound, Unreadable, WorkspaceNotFound
 from box_memory.ids import validate_team
 from box_memory.model import WorkspaceConfig, now_iso
 from box_memory.paths import user_dirs
@@ -113,12 +113,34 @@ def load_config(store: Store) -> WorkspaceConfig:
 
 
 def read_user_config() -> dict[str, Any]:
+    """The user config (default workspace...); a file that is not a JSON object is an error
+    naming the file, never silently treated as empty."""
     f = user_dirs().user_config_file
     try:
         data = orjson.loads(read_regular(f, "config"))
-    except (FileNotFoundError, orjson.JSONDecodeError):
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except orjson.JSONDecodeError as e:
+        raise InvalidFile(f"user config {f} is not valid JSON ({e}); fix or remove it") from None
+    if not isinstance(data, dict):
+        raise InvalidFile(f"user config {f} is not a JSON object; fix or remove it")
+    return data
+
+
+def read_user_config_for_update() -> tuple[dict[str, Any], list[str]]:
+    """The user config for a command that rewrites it (init): a corrupt file is kept aside as
+    `config.json.bak` (`.bak.1`, ... when taken) and reported, then replaced."""
+    try:
+        return read_user_config(), []
+    except InvalidFile as e:
+        f = user_dirs().user_config_file
+        bak = f.with_name(f.name + ".bak")
+        n = 0
+        while bak.exists():
+            n += 1
+            bak = f.with_name(f"{f.name}.bak.{n}")
+        f.replace(bak)
+        return {}, [f"{e}; kept it as {bak} and wrote a new one"]
 
 
 def write_user_config(data: dict[str, Any]) -> None:

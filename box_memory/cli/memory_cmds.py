@@ -60,7 +60,7 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
     from box_memory.errors import InvalidInput
     from box_memory.ids import validate_title
     from box_memory.store.local import LocalStore
-    from box_memory.workspace import init_workspace, read_user_config, write_user_config
+    from box_memory.workspace import init_workspace, read_user_config_for_update, write_user_config
 
     validate_title(name)
     warnings: list[str] = []
@@ -77,7 +77,8 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
         raise InvalidInput(f"cannot create the workspace folder {root}: {reason}") from None
     root = root.resolve()
     ws, report = init_workspace(LocalStore(root), name, teams=teams, layout=layout, reinit=reinit)
-    cfg = read_user_config()
+    cfg, cfg_warnings = read_user_config_for_update()
+    warnings += cfg_warnings
     cfg["default_workspace"] = str(root)
     write_user_config(cfg)
     data = {
