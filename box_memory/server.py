@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -132,16 +133,22 @@ class WriteArgs(_Args):
     content: str = Field(
         min_length=1, description="The memory text (may start with YAML frontmatter carrying its fields)."
     )
-    title: str | None = Field(None, description="Title; required unless the content's frontmatter has one.")
-    kind: Kind | None = Field(
-        None, description="Inferred when absent: decision, task or note (never fact/observation/reference)."
+    title: str | None = Field(
+        None,
+        description="Title; required unless the content's frontmatter has one or supersedes is given "
+        "(a replacement keeps the replaced memory's title, kind, tags, team and related unless set).",
     )
-    tags: list[str] = Field(default_factory=list)
+    kind: Kind | None = Field(
+        None,
+        description="When absent: the replaced memory's kind with supersedes, else inferred as "
+        "decision, task or note (never fact/observation/reference).",
+    )
+    tags: list[str] = Field(default_factory=list, description="Tags (normalised to lowercase-kebab).")
     team: str | None = Field(None, description="Team folder to write into (default team when absent).")
-    status: WritableStatus = "active"
+    status: WritableStatus = Field("active", description="active, or draft for a memory not yet settled.")
     supersedes: str | None = Field(None, description="Id (mem_...) of the memory this one replaces.")
     related: list[str] = Field(default_factory=list, description='Related memories as "[[Title]]".')
-    confidence: float | None = Field(None, ge=0, le=1)
+    confidence: float | None = Field(None, ge=0, le=1, description="How sure the writer is, 0..1.")
     agent: str | None = Field(None, description="Agent or person writing.")
     sources: list[str] = Field(default_factory=list, description="Provenance as TYPE:REF.")
     new_slug: bool = Field(False, description="Keep both when a memory with this title exists already.")
@@ -376,6 +383,24 @@ class UnknownTool(LookupError):
     pass
 
 
+_FLAG_RE = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+def in_tool_terms(message: str, args: type[_Args]) -> str:
+    """Library messages name CLI flags (`--title is required`, `pass --supersedes ID ... or
+    --new-slug`); over MCP they name the tool's own parameters (`title`, `supersedes`, `new_slug`)."""
+    fields = args.model_fields
+
+    def swap(m: re.Match[str]) -> str:
+        name = m.group(1).replace("-", "_")
+        for candidate in (name, name + "s"):  # --tag -> tags, --source -> sources
+            if candidate in fields:
+                return candidate
+        return m.group(0)
+
+    return _FLAG_RE.sub(swap, message)
+
+
 def _arg_problem(tool: str, e: ValidationError) -> str:
     parts = []
     for err in e.errors():
@@ -464,9 +489,9 @@ class MemoryServer:
                     extra = close_backends()
                 finally:
                     self._mutex.release()
-            outcome.warnings = [*outcome.warnings, *extra]
+            outcome.warnings = [in_tool_terms(w, spec.args) for w in (*outcome.warnings, *extra)]
         except BoxMemoryError as e:
-            return self._error(e.code, e.exit_code, str(e)), True
+            return self._error(e.code, e.exit_code, in_tool_terms(str(e), spec.args)), True
         except Exception as e:  # a bug still answers the call; the traceback goes to the log
             log.exception("tool %s failed", name)
             return self._error("internal_error", 1, f"{type(e).__name__}: {e}"), True

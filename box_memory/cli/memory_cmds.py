@@ -168,7 +168,12 @@ def write_cmd(
     content: Annotated[str | None, typer.Argument(help="Memory text, or '-' to read stdin.")] = None,
     title: Annotated[
         str | None,
-        typer.Option("--title", "-t", help="Title (required unless the content's frontmatter has one)."),
+        typer.Option(
+            "--title",
+            "-t",
+            help="Title (required unless the content's frontmatter has one, or --supersedes: "
+            "a replacement keeps the old title, kind, tags, team and related unless given).",
+        ),
     ] = None,
     kind: Annotated[
         str | None, typer.Option("--kind", "-k", help="decision|fact|task|observation|reference|note.")

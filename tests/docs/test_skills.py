@@ -25,6 +25,7 @@ EXPECTED = {
     "box-status",
     "box-team",
     "box-brain-sync",
+    "box-mcp-check",
 }
 
 
