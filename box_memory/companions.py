@@ -368,7 +368,13 @@ def resolve_binary(ws: Workspace, file: str, *, team: str | None = None, cwd: Pa
             # An NFC name typed by the user, an NFD name on disk (macOS): the same file.
             real = Path(os.path.realpath(resolve_nfc(real_root, real.relative_to(real_root).as_posix())))
         if real != real_root and real_root not in real.parents:
-            raise InvalidInput(f"{file} is outside the workspace ({real_root}); refusing")
+            import shlex
+
+            files = real_root / ws.files_folder(team)
+            raise InvalidInput(
+                f"{file} is outside the workspace ({real_root}); copy it in first, e.g. "
+                f"`cp {shlex.quote(str(real))} {shlex.quote(str(files))}/`, then run companion on the copy"
+            )
         rel = nfc(real.relative_to(real_root).as_posix())  # indexes and companions record NFC
     _check_binary_name(rel)
     scope = _scope_of(rel)

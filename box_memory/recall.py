@@ -315,12 +315,19 @@ class Search:
         if cur and not self.is_hidden(_prefer(cur)):
             c = _prefer(cur)
             self.warnings.append(
-                f"{what} is {self.flag(r)} ({r.id}); showing the current memory {c.id} "
+                f"{what} is {self.flag(r)}{self._id_note(what, r)}; showing the current memory {c.id} "
                 "(--include-superseded shows the old one)"
             )
             return [Hit(c, 10.0, route)] if self._passes(c) else []
-        self.warnings.append(f"{what} is {self.flag(r)} ({r.id}); pass --include-superseded to show it")
+        self.warnings.append(
+            f"{what} is {self.flag(r)}{self._id_note(what, r)}; pass --include-superseded to show it"
+        )
         return []
+
+    @staticmethod
+    def _id_note(what: str, r: Row) -> str:
+        """` (mem_...)` unless `what` already names the id (`memory mem_...`)."""
+        return "" if r.id in what else f" ({r.id})"
 
     def _passes(self, r: Row) -> bool:
         return bool(self.rows("e.rid = :rid", {"rid": r.rid}))
@@ -546,7 +553,8 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
     if not flat:
         return "", []
     pats = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if t]
-    rx = re.compile("|".join(pats), re.IGNORECASE) if pats else None
+    # Whole tokens only: `use` does not mark the start of `user-facing`.
+    rx = re.compile(r"(?<!\w)(?:" + "|".join(pats) + r")(?!\w)", re.IGNORECASE) if pats else None
     m = rx.search(flat) if rx else None
     if m is None and terms:
         # Stemmed body matches ("decide" found "decided"): fall back to the word's stem.

@@ -184,7 +184,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         "workspace": {
             "name": ws.name,
             "root": ws.describe(),
-            "backend": ws.config.backend,
+            "backend": ws.store.kind,  # what this workspace is opened through, not who made it
             "tier": ws.config.data.get("tier") or "unknown",
             "schema_version": ws.config.data.get("schema_version"),
             "created_at": ws.config.data.get("created_at"),

@@ -339,13 +339,15 @@ def run_source(
 
 
 def _open_client(source: Source, opts: SyncOptions) -> Any:
-    from box_memory.mcp.client import BoxMCPClient
-
     token = opts.token_source
     if token is None:
         from box_memory.mcp.auth import TokenSource
 
         token = TokenSource()
+        if token.source == "none":
+            token.access_token()  # "Not logged in" at once, before the network stack loads
+    from box_memory.mcp.client import BoxMCPClient
+
     kwargs: dict[str, Any] = {"timeout": 30.0, **opts.client_kwargs}
     client = BoxMCPClient(source.server, token, **kwargs)
     client.allowed_tools = SYNC_TOOLS

@@ -93,16 +93,26 @@ def mcp_check_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.mcp.auth import TokenSource
-        from box_memory.mcp.client import default_url, mcp_check
-
         if write_test is not None and not write_test.strip().isdigit():
             from box_memory.errors import InvalidInput
 
             raise InvalidInput(f"--write-test needs a Box folder id (digits), not {write_test!r}")
+        from box_memory.mcp.auth import TokenSource
+
+        tokens = TokenSource()
+        if tokens.source == "none":
+            # No credentials at all: say so before loading the network stack (over a second).
+            from box_memory.errors import AuthError
+
+            try:
+                tokens.access_token()
+            except AuthError as e:
+                raise AuthError(f"INCOMPATIBLE: {e}", code=e.code) from None
+        from box_memory.mcp.client import default_url, mcp_check
+
         report = mcp_check(
             url or default_url(),
-            TokenSource(),
+            tokens,
             timeout=timeout,
             deep=deep or bool(write_test),
             write_test=write_test.strip() if write_test else None,

@@ -155,7 +155,7 @@ def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
             flag = f"  [yellow]({h.get('flag') or 'superseded'} - current: {h.get('current_id')})[/yellow]"
         lines.append(
             f"{i:>2}. [bold]{esc(h['title'])}[/bold]  {h['kind']} · {h['status']} · team {esc(h['team'])}"
-            f"  [dim]{h['score']:g} {h['matched_on']}[/dim]{flag}"
+            f"  [dim]score {h['score']:g} ({h['matched_on']})[/dim]{flag}"
         )
         tags = f"  tags: {esc(', '.join(h['tags']))}" if h["tags"] else ""
         lines.append(f"    [dim]{h['id']}  {esc(h['path'])}  {h['updated_at']}{tags}[/dim]")
