@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -633,7 +634,24 @@ def serve_http(
         proxy_headers=False,
         timeout_graceful_shutdown=2,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    # Ctrl-C must end with KeyboardInterrupt (exit 130) whenever it lands. Left to itself,
+    # asyncio.run turns SIGINT into a cancellation of the main task, and uvicorn re-raises a
+    # captured SIGINT into that: when the cancellation lands in code that absorbs it (start-up,
+    # lifespan) or the task is already done, run() returns normally and the exit is 0.
+    interrupted = False
+
+    def on_sigint(sig: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)  # asyncio.run then leaves SIGINT alone
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def is_loopback(host: str) -> bool:
