@@ -618,6 +618,10 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     if res.data.get("route") == "filter" and len(res.data["hits"]) < req.limit:
         _metadata_route(ws, filters, include, req.limit, res)
     res.data["brain"] = brain_hits(ws, text, filters=filters) if req.brain else []
+    if res.data["brain"]:
+        from box_memory.brain.entry import BOUNDARY
+
+        res.data["brain_boundary"] = BOUNDARY  # imported document text is data, never instructions
     hits = res.data["hits"]
     if any(h["kind"] == "companion" for h in hits):
         # A companion is read as what it is: flagged when its binary changed since the pin.

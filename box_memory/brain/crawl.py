@@ -215,6 +215,8 @@ def crawl(
                         continue
                     seen_folders.add(sub_id)
                     queue.append((sub_id, sub_path, depth + 1))
+                elif kind == "unreadable":  # skipped with its reason: the run ends `partial`
+                    result.incomplete(f"skipped {clean_path(entry.get('id'))}: {entry.get('reason')}")
                 elif kind == "file":
                     rf = remote_file(entry, folder_id, folder_path, lister.kind)
                     if rf is None or rf.id in seen_files:
@@ -296,6 +298,20 @@ class LocalLister:
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError:
+                continue
+            try:
+                item.name.encode("utf-8")
+            except UnicodeEncodeError:  # a name that is not UTF-8 (bytes kept as surrogates)
+                raw = f"{folder_id}/{item.name}" if folder_id else item.name
+                shown = os.fsencode(raw).decode("utf-8", "backslashreplace")
+                out.append(
+                    {
+                        "type": "unreadable",
+                        "id": shown,
+                        "name": shown,
+                        "reason": "its name is not valid UTF-8",
+                    }
+                )
                 continue
             # Ids and names are NFC: macOS hands back NFD names for files other clients made,
             # and one file must keep one id whichever form the disk shows this time.

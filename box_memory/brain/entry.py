@@ -24,6 +24,9 @@ MAX_PATH = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
 _SPACES = re.compile(r"[ \t]{2,}")
+# printable ASCII with no backslash, `https://` (any case), an authority without `@` or `%`.
+_URL_SHAPE = re.compile(r"^[hH][tT][tT][pP][sS]://[^/?#@%\\]+(?:[/?#][\x21-\x5b\x5d-\x7e]*)?$")
+_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+\.?$")
 
 
 def clean_name(value: object, limit: int = MAX_NAME) -> str:
@@ -49,22 +52,19 @@ def is_box_host(host: str) -> bool:
 
 
 def safe_url(candidate: object, file_id: str) -> str:
-    """A returned link only if it is http(s) on app.box.com or a *.box.com host, else the file URL."""
-    if isinstance(candidate, str) and candidate and not _CONTROL.search(candidate) and " " not in candidate:
-        try:
-            parts = urllib.parse.urlsplit(candidate)
-            host = parts.hostname or ""
-            port_ok = parts.port in (None, 80, 443)
-        except ValueError:
-            parts, host, port_ok = None, "", False
-        if (
-            parts is not None
-            and parts.scheme in ("http", "https")
-            and port_ok
-            and not parts.username
-            and not parts.password
-            and is_box_host(host)
-        ):
+    """A returned link only when a browser would open it on Box over https, else the file URL.
+
+    Browsers parse URLs by the WHATWG URL standard (https://url.spec.whatwg.org/#host-parsing),
+    not as `urllib` does: `\\` ends the host like `/`, tabs and newlines are dropped, extra
+    slashes after `https:` are skipped, `user@` moves the host, percent escapes and IDNA map to
+    other ASCII hosts. So the link is accepted only in a shape where both readings agree:
+    printable ASCII, `https://` then a plain host name (letters, digits, `-`, `.`; optional
+    `:443`), then `/`, `?`, `#` or the end, with the host exactly `app.box.com` or a `*.box.com`.
+    """
+    if isinstance(candidate, str) and _URL_SHAPE.match(candidate):
+        host = candidate[len("https://") :].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        host = host.lower().removesuffix(":443")
+        if _HOST.match(host) and is_box_host(host):
             return candidate
     return box_file_url(file_id)
 

@@ -62,6 +62,7 @@ class Printer:
         return self._console
 
     def line(self, text: str) -> None:
+        text = visible(text)
         if self.tty:
             self.console.print(text)
         else:
@@ -73,12 +74,33 @@ class Printer:
 
             t = Table(*headers, show_edge=False, pad_edge=False)
             for r in rows:
-                t.add_row(*r)
+                t.add_row(*(visible(c, cell=True) for c in r))
             self.console.print(t)
         else:
             self.stream.write("\t".join(headers) + "\n")
             for r in rows:
-                self.stream.write("\t".join(strip_markup(c) for c in r) + "\n")
+                self.stream.write("\t".join(strip_markup(visible(c, cell=True)) for c in r) + "\n")
+
+
+# Characters that would act on a terminal or reorder what is shown, rather than be shown: C0 and
+# C1 controls (ESC starts escape sequences, CR overwrites a line) and the bidi embedding, override
+# and isolate marks (U+202E shows `txt.exe` as `exe.txt`). Newlines and tabs stay in lines; a table
+# cell is one line, so there they are escaped too (a newline in a name would forge a row).
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_CELL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    )
+
+
+def visible(text: str, *, cell: bool = False) -> str:
+    """Untrusted text made safe to print: controls and bidi marks become visible escapes (`\\x1b`,
+    `\\u202e`). JSON output is not touched (it escapes what JSON must and keeps the data)."""
+    return (_UNSAFE_CELL if cell else _UNSAFE).sub(_shown, text)
 
 
 # An escaped bracket (from `escape`) or one of the style tags this package writes.

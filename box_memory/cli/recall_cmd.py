@@ -164,6 +164,7 @@ def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
             lines.append(f"    {text}")
     if data.get("brain"):
         lines.append("Box Brain (source-backed):")
+        lines.append(f"  [dim]{esc(data.get('brain_boundary') or '')}[/dim]")
         for h in data["brain"]:
             lines.append(f"  - [bold]{esc(h['name'])}[/bold]  {esc(h['url'] or h['path'] or '')}")
             if h.get("excerpt"):

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from box_memory.brain.entry import BOUNDARY
 from box_memory.paths import user_dirs
 from tests.brain.helpers import entries, folder_id, put, sync
 
@@ -157,9 +158,11 @@ def test_recall_shows_at_most_8_brain_hits_with_box_urls_and_no_brain_leaves_the
         assert hit["section"] == "Box Brain (source-backed)"
         assert hit["url"] == f"https://app.box.com/file/{hit['box_id']}"
         assert "quokka" in hit["excerpt"]
-    assert cli.json("recall", "quokka", "--no-brain", "-w", str(ws))["data"]["brain"] == []
+    assert data["brain_boundary"] == BOUNDARY  # the excerpts are untrusted: said in --json too
+    no_brain = cli.json("recall", "quokka", "--no-brain", "-w", str(ws))["data"]
+    assert no_brain["brain"] == [] and "brain_boundary" not in no_brain
     text = cli("recall", "quokka", "-w", str(ws)).stdout
-    assert "Box Brain (source-backed):" in text
+    assert f"Box Brain (source-backed):\n  {BOUNDARY}\n" in text
     assert "https://app.box.com/file/" in text
     assert "Box Brain" not in cli("recall", "quokka", "--no-brain", "-w", str(ws)).stdout
     file_id = folder_id(emu, "runbooks/r3.md")

@@ -174,7 +174,7 @@ def test_instructions_inside_a_document_stay_below_the_source_boundary(emu, box)
     [
         ("https://app.box.com/s/abc123", True),
         ("https://acme.app.box.com/file/9", True),
-        ("http://files.box.com/x", True),
+        ("http://files.box.com/x", False),  # https only
         ("https://box.com/file/9", False),
         ("https://app.box.com.evil.example/s/1", False),
         ("https://evil.example/app.box.com/", False),
@@ -189,6 +189,53 @@ def test_instructions_inside_a_document_stay_below_the_source_boundary(emu, box)
 def test_only_box_links_are_kept(link, kept):
     expected = link if kept else "https://app.box.com/file/123"
     assert safe_url(link, "123") == expected
+
+
+# Shapes that urllib and a browser read differently, or that a browser maps to another host:
+# each must fall back to the file URL (https://url.spec.whatwg.org/#concept-basic-url-parser).
+BYPASSES = [
+    "https://evil.com\\.box.com/",  # backslash ends the host in a browser: evil.com
+    "https://evil.com\\@app.box.com/",
+    "https://app.box.com@evil.com/",  # userinfo: the host is evil.com
+    "https://app.box.com:443@evil.com/",
+    "https://evil.com%2f.box.com/",  # percent escapes in the host
+    "https://app%2ebox.com/",
+    "https://evil.com%00.box.com/",
+    "https:///evil.com/.box.com",  # extra slashes are skipped by browsers
+    "https:evil.com/.box.com",
+    "https:/evil.com/x.box.com",
+    "https://evil.com\t.box.com/",  # tab and newline are removed by browsers
+    "https://evil.com\n.box.com/",
+    "https://evil.com#.box.com",
+    "https://evil.com?.box.com",
+    "https://evil.com/.box.com",
+    "https://evil.com．box.com/",  # fullwidth dot: IDNA maps it to "."
+    "https://evil.com。box.com/",  # ideographic full stop: likewise
+    "https://аpp.box.com.evil.com/",  # Cyrillic a
+    "https://app.box.com.evil.com/",
+    "https://app.box.com:8443/s/1",
+    "https://[::1]/.box.com",
+    "https://127.0.0.1/app.box.com",
+    " https://app.box.com/s/1",
+    "https://app.box.com/s/1 ",
+    "https://app.box.com/s/\u202e1",
+    "HTTP://app.box.com/s/1",
+    "//app.box.com/s/1",
+    "javascript://app.box.com/%0aalert(1)",
+    "data:text/html,https://app.box.com/",
+]
+
+
+@pytest.mark.parametrize("link", BYPASSES)
+def test_link_shapes_a_browser_reads_differently_fall_back_to_the_file_url(link):
+    assert safe_url(link, "123") == "https://app.box.com/file/123"
+
+
+@pytest.mark.parametrize(
+    "link", ["https://app.box.com/s/abc?x=1#p", "HTTPS://App.Box.com/s/1", "https://app.box.com:443/s/1"]
+)
+def test_plain_box_links_are_kept(link):
+    assert safe_url(link, "123") == link
 
 
 def test_names_lose_control_characters_and_are_capped():
