@@ -880,7 +880,9 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
         Supersede,
         check_supersedable,
         commit_memory,
+        copies_warning,
         load_for_write,
+        unmerged_copies,
     )
 
     binary = resolve_binary(ws, req.file, team=req.team, cwd=req.cwd)
@@ -924,6 +926,8 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
     with ws.store.lock(writer=req.agent or "box-memory", skill="companion"):
         warnings: list[str] = []
         idx = load_for_write(ws, folder, warnings)
+        if copies := unmerged_copies(idx, ws.store.list_names(folder)):  # another machine's copies
+            warnings.append(copies_warning(folder, copies))
         indexes = [idx if i.folder == folder else i for i in load_all(ws)]
         if all(i.folder != folder for i in indexes):
             indexes.append(idx)

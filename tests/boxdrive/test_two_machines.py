@@ -105,3 +105,19 @@ def test_writes_on_two_machines_merge_into_one_index_and_no_memory_is_lost(cli, 
     # Both machines superseded the plan: the fork is reported, and both successors are kept.
     plan = [e for e in idx["entries"] if e["title"] == "Plan"]
     assert len(plan) == 3
+
+
+def test_a_companion_write_notices_conflict_copies_in_its_folder(cli, tmp_path):
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root))
+    (root / "files" / "plan.pdf").write_bytes(b"%PDF-1.7\n" + bytes(range(256)))
+    cli.json("companion", "files/plan.pdf", *w(root))
+    index = root / "files" / "_index.json"
+    (root / "files" / "_index (1).json").write_bytes(index.read_bytes())  # another machine's index
+    (root / "files" / "plan.pdf").write_bytes(b"%PDF-1.7\nchanged")
+    env = cli.json("companion", "files/plan.pdf", *w(root))
+    notes = [x for x in env["warnings"] if "conflict copies" in x]
+    assert notes == [
+        "files/ holds sync conflict copies from another machine (_index (1).json); "
+        "run `box-memory index-rebuild` to merge them"
+    ]
