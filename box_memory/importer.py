@@ -242,38 +242,60 @@ def _claude_files(root: Path) -> tuple[list[Path], list[Path]]:
     instructions: list[Path] = []
     auto: list[Path] = []
     for path in _walk_all(root):
-        parts = path.relative_to(root).parts
-        if path.name in _CLAUDE_NAMES or (len(parts) >= 2 and parts[-2] == "rules" and ".claude" in parts):
+        if path.name in _CLAUDE_NAMES or _is_rule(path):
             instructions.append(path)
-        elif path.suffix == ".md" and (
-            (len(parts) >= 2 and parts[-2] == "memory") or (path.parent == root and _is_memory_dir(root))
+        elif (path.parent.name == "memory" and path.parent.parent.parent.name == "projects") or (
+            path.parent == root and _is_memory_dir(root)
         ):
-            auto.append(path)
+            auto.append(path)  # <claude dir>/projects/<project>/memory/*.md, or that folder itself
     return instructions, auto
+
+
+def _is_rule(path: Path) -> bool:
+    """A modular rule: `.claude/rules/**/*.md` (project or user)."""
+    for parent in path.parents:
+        if parent.name == "rules" and parent.parent.name == ".claude":
+            return True
+        if parent.name == ".claude":
+            return False
+    return False
 
 
 def _is_memory_dir(root: Path) -> bool:
     return (root / "MEMORY.md").is_file()
 
 
+# Folders under a Claude directory that hold no memory: installed plugins (other projects' own
+# CLAUDE.md files), todo lists, shell snapshots, telemetry.
+_CLAUDE_SKIP = {"plugins", "todos", "shell-snapshots", "statsig", "ide", "debug", "file-history"}
+
+
 def _walk_all(root: Path) -> Iterator[Path]:
     """Like `_walk`, but enters `.claude` (where Claude Code keeps its files)."""
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and (d == ".claude" or d[0] != "."))
+        in_claude = Path(dirpath).name == ".claude"
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS
+            and (d == ".claude" or d[0] != ".")
+            and not (in_claude and d in _CLAUDE_SKIP)
+        )
         for name in sorted(filenames):
             if name.endswith(".md"):
                 yield Path(dirpath) / name
 
 
 def _project_label(path: Path, root: Path) -> str:
-    """A short name for where a CLAUDE.md sits: its project folder (or `user` for ~/.claude)."""
+    """A short name for where a CLAUDE.md or rule sits: its project folder, or `user` for the
+    user's own Claude directory (`~/.claude`)."""
     parent = path.parent
-    if parent == root and root.name == ".claude":
-        return "user"
-    if parent.name == ".claude":
-        parent = parent.parent
     if parent.name == "rules" and parent.parent.name == ".claude":
-        parent = parent.parent.parent
+        parent = parent.parent
+    if parent.name == ".claude":
+        if parent == root:
+            return "user"
+        parent = parent.parent
     return parent.name or root.name or "project"
 
 

@@ -89,7 +89,8 @@ def test_claude_code_project_files(cli, ws: Path, tmp_path: Path) -> None:
     data = do_import(cli, ws, str(src))["data"]
     assert data["format"] == "claude-code" and "Claude Code" in data["detected"]
     mems = memories(ws)
-    # One memory per `## ` section; the text before the first section is kept too.
+    # One memory per `## ` section; the text before the first section is kept too. docs/memory/ is
+    # ordinary documentation, not auto memory: not imported.
     assert set(mems) == {
         "project CLAUDE.md - Acme API",
         "project CLAUDE.md - Commands",
@@ -113,9 +114,12 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     src = copy_source(tmp_path, "claude-code/home/.claude")
     before = snapshot(src)
     data = do_import(cli, ws, str(src))["data"]
-    assert data["format"] == "claude-code" and data["imported"] == 6
+    assert data["format"] == "claude-code" and data["imported"] == 7
     mems = memories(ws)
     assert mems["user CLAUDE.md - Personal preferences"]["tags"] == ["claude-code", "claude-md"]
+    assert "- The body says why, not what" in mems["user rule commit-messages - Commit messages"]["body"]
+    # An installed plugin's own CLAUDE.md (under plugins/) is not the user's memory.
+    assert not any("Example plugin" in t for t in mems)
     # Auto-memory files: one memory each, kind from the frontmatter `type`.
     assert mems["Release freeze"]["kind"] == "fact"
     assert mems["Dashboards"]["kind"] == "reference"
@@ -125,7 +129,7 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     assert "**Why:**" in feedback["body"]
     assert feedback["sources"][0]["project"] == "home-dev-acme-api"
     assert mems["home-dev-acme-api memory index"]["kind"] == "reference"
-    check_idempotent_and_untouched(cli, ws, src, before, 6)
+    check_idempotent_and_untouched(cli, ws, src, before, 7)
 
 
 def test_claude_code_auto_memory_folder_alone(cli, ws: Path, tmp_path: Path) -> None:
