@@ -53,6 +53,8 @@ class LocalStore:
         # a change during it shows as a newer mtime): a write lists its folder, and the
         # case-folded collision check reuses that listing while the folder is unchanged.
         self._listed: dict[Path, tuple[int, list[str]]] = {}
+        # Per folder: name keys (fold or nfc) over a cached listing, extended as the listing grows.
+        self._keyed: dict[tuple[Path, str], tuple[list[str], int, dict[str, list[str]]]] = {}
 
     def describe(self) -> str:
         return str(self.root)
@@ -63,27 +65,45 @@ class LocalStore:
 
     def _new(self, path: str) -> Path:
         """A path box-memory is about to create: it must be a name Box Drive syncs (names.py)."""
-        check_path(clean_path(path))
-        return self._p(path)
+        rel = clean_path(path)
+        check_path(rel)
+        head, _, last = rel.rpartition("/")
+        parent = self.root / head if head else self.root
+        target = parent / last
+        if not last or os.path.lexists(target) or not parent.is_dir():
+            return self._p(path)
+        # The same lookup as resolve_nfc's for the last part (an NFD twin of an NFC name), over the
+        # cached listing: a run of creates in one folder does not list and normalise it per file.
+        try:
+            matches = self._keyed_names(parent, "nfc").get(nfc(last))
+        except OSError:
+            return self._p(path)
+        return parent / matches[0] if matches else target
+
+    def _keyed_names(self, folder: Path, key: str) -> dict[str, list[str]]:
+        """The folder's names grouped by `fold` or `nfc` (listing order kept), built once per
+        listing and extended as `create_bytes` appends its own files to that listing."""
+        names = self._listing(folder)
+        hit = self._keyed.get((folder, key))
+        if hit is None or hit[0] is not names or hit[1] > len(names):
+            hit = (names, 0, {})
+        table = hit[2]
+        fn = fold if key == "fold" else nfc
+        for n in names[hit[1] :]:
+            k = (n.lower() if key == "fold" else n) if n.isascii() else fn(n)
+            table.setdefault(k, []).append(n)
+        self._keyed[(folder, key)] = (names, len(names), table)
+        return table
 
     def _taken(self, target: Path) -> str | None:
         """The name in target's folder equal to target's name for Box, macOS and Windows (case
         and Unicode normalisation folded), when it is not the very same name."""
-        want = fold(target.name)
+        name = target.name
         try:
-            names = self._listing(target.parent)
+            same = self._keyed_names(target.parent, "fold").get(fold(name), ())
         except OSError:
             return None
-        size = len(target.name)
-        return next(
-            (
-                n
-                for n in names
-                if n != target.name
-                and ((len(n) == size and n.lower() == want) if n.isascii() else fold(n) == want)
-            ),
-            None,
-        )
+        return next((n for n in same if n != name), None)
 
     def _listing(self, folder: Path, *, reuse: bool = True) -> list[str]:
         """The folder's names; with `reuse`, the last listing if the folder has not changed since
