@@ -160,6 +160,9 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         drop = getattr(ws.store, "drop_listings", None)
         if drop is not None:
             drop()  # a Box store caches listings per command: each tool call sees other writers
+            client = getattr(ws.store, "_client", None)
+            if client is not None and not getattr(client, "is_open", True):
+                getattr(ws.store, "close")()  # noqa: B009 - the session was ended elsewhere: reopen
         try:
             idx = load_index(ws, ws.memories_folder(ws.require_team(self.team)))
             entries = [
