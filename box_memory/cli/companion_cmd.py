@@ -40,6 +40,13 @@ def companion_cmd(
         ),
     ] = False,
     agent: Annotated[str | None, typer.Option("--agent", help="Agent or person reviewing the file.")] = None,
+    extract: Annotated[
+        bool,
+        typer.Option(
+            "--extract",
+            help="Box workspace with Box AI: fill summary, parties, dates, amounts by Box AI extraction.",
+        ),
+    ] = False,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -64,8 +71,10 @@ def companion_cmd(
             if force or body is not None or tag:
                 raise InvalidInput("--check writes nothing: drop --force, --body and --tag")
             return _check(open_workspace(o.workspace), file, team)
+        if extract and body is not None:
+            raise InvalidInput("--extract fills the companion from Box AI: drop --body")
         text = _read_body(body)
-        return _write(open_workspace(o.workspace), file, text, tag or [], team, force, agent)
+        return _write(open_workspace(o.workspace), file, text, tag or [], team, force, agent, extract)
 
     run("companion", o, go)
 
@@ -90,11 +99,15 @@ def _write(
     team: str | None,
     force: bool,
     agent: str | None,
+    extract: bool = False,
 ) -> Outcome:
     from box_memory.companions import CompanionRequest, write_companion
 
     res = write_companion(
-        ws, CompanionRequest(file=file, body=body, tags=tags, team=team, force=force, agent=agent)
+        ws,
+        CompanionRequest(
+            file=file, body=body, tags=tags, team=team, force=force, agent=agent, extract=extract
+        ),
     )
     warnings = res.pop("warnings", [])
     action = res["action"]

@@ -500,7 +500,7 @@ def _ai_answer(answer: str, cited: list[tuple[Item, str]]) -> dict[str, Any]:
     }
 
 
-def _ai_docs(fs: BoxFS, ids: list[Any]) -> list[tuple[Item, str]]:
+def _ai_docs(fs: BoxFS, ids: list[Any], *, binaries: bool = False) -> list[tuple[Item, str]]:
     if not ids:
         raise bad_request("Input validation error: 'file_ids' is a required property")
     if len(ids) > MAX_AI_FILES:
@@ -508,7 +508,10 @@ def _ai_docs(fs: BoxFS, ids: list[Any]) -> list[tuple[Item, str]]:
     docs = []
     for raw in ids:
         item = fs.get(_id(raw), "file")
-        docs.append((item, fs.text_of(item) or ""))
+        text = fs.text_of(item)
+        if text is None and binaries:  # extraction reads PDFs and office files: here, their bytes
+            text = fs.read_bytes(item).decode("utf-8", "replace")
+        docs.append((item, text or ""))
     return docs
 
 
@@ -553,7 +556,7 @@ def _field_value(spec: dict[str, Any], text: str) -> Any:
 
 
 def ai_extract_structured_from_fields(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    docs = _ai_docs(ctx.fs, _list(_required(args, "file_ids")))
+    docs = _ai_docs(ctx.fs, _list(_required(args, "file_ids")), binaries=True)
     text = "\n".join(t for _i, t in docs)
     answer: dict[str, Any] = {}
     for spec in _list(_required(args, "fields")):
