@@ -181,6 +181,9 @@ def read_regular(path: str | Path, kind: str, label: str | None = None, *, follo
         except OSError as e:
             if e.errno not in BUSY_ERRNOS:
                 raise
+            if e.errno in (errno.EACCES, errno.EPERM) and not os.access(path, os.R_OK):
+                # The permission bits refuse this user (a team boundary): waiting cannot help.
+                raise ReadFailed(f"{where} could not be read ({e.strerror})") from None
             if delay is None:
                 raise ReadFailed(
                     f"{where} could not be read after {len(RETRY_DELAYS_S) + 1} tries ({e.strerror}): "
