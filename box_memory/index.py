@@ -204,7 +204,24 @@ def parse_index(raw: bytes, where: str) -> dict[str, Any]:
         raise InvalidFile(f"{where} is not a box-memory index; run `box-memory index-rebuild`")
     if any(not isinstance(e, dict) or not isinstance(e.get("id"), str) for e in data.get("entries", [])):
         raise InvalidFile(f"{where} has malformed entries; run `box-memory index-rebuild`")
+    for ent in data.get("entries", []):
+        bad = [k for k in _TEXT_FIELDS if ent.get(k) is not None and not isinstance(ent[k], str)]
+        bad += [k for k in ("filename", "local_path") if "\x00" in str(ent.get(k) or "")]
+        tags = ent.get("tags")
+        # A scalar tag is read tolerantly (other tools write one); anything else is malformed.
+        if tags is not None and not isinstance(tags, str) and (
+            not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+        ):
+            bad.append("tags")
+        if bad:
+            raise InvalidFile(
+                f"{where}: entry {ent['id'][:40]} has {', '.join(bad)} of the wrong type; "
+                "run `box-memory index-rebuild`"
+            )
     return data
+
+
+_TEXT_FIELDS = ("slug", "title", "kind", "status", "filename", "local_path", "team")
 
 
 def load_index(ws: Workspace, folder: str) -> FolderIndex:

@@ -603,10 +603,13 @@ def brain_hits(
     return search(query, limit=limit, workspace=ws.describe(), since=since, until=until)
 
 
+MAX_RECALL_LIMIT = 100_000  # hits in one answer (SQLite takes 64-bit integers only)
+
+
 def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     """Answer one recall. Raises InvalidInput (exit 2) for bad filters, dates or limits."""
-    if req.limit < 1:
-        raise InvalidInput("--limit must be at least 1")
+    if req.limit < 1 or req.limit > MAX_RECALL_LIMIT:
+        raise InvalidInput(f"--limit must be between 1 and {MAX_RECALL_LIMIT}")
     text, filters = parse_filters(req, ws)
     text = text.strip()
     if not text and not filters.any():

@@ -114,12 +114,15 @@ def _read_token(token_stdin: bool) -> str:
     from box_memory.errors import InvalidInput
 
     if token_stdin or not sys.stdin.isatty():
-        raw = sys.stdin.read(8192)
-        token = raw.strip()
+        buf = getattr(sys.stdin, "buffer", None)
+        data = buf.read(8192) if buf is not None else sys.stdin.read(8192).encode("utf-8", "surrogateescape")
+        token = data.decode("ascii", "replace").strip()  # a non-ASCII byte fails the check below
     else:
         token = typer.prompt("Box access token", hide_input=True, err=True).strip()
     if not token:
         raise InvalidInput("no access token given on stdin")
+    if not token.isascii() or not token.isprintable() or " " in token:
+        raise InvalidInput("the access token must be printable ASCII with no spaces (as Box issues them)")
     return token
 
 
@@ -149,6 +152,10 @@ def token_cmd(
                 "pass the token on stdin (`--token-stdin`) or at the prompt, never as an argument; "
                 "if that was a real token, revoke it in Box"
             )
+        if expires_in is not None and not (0 < expires_in <= 10 * 365 * 86400):
+            from box_memory.errors import InvalidInput
+
+            raise InvalidInput(f"--expires-in must be a number of seconds above 0, got {expires_in:g}")
         st = auth.store_token(_read_token(token_stdin), expires_in=expires_in).to_dict()
         return Outcome(st, ["Stored the Box access token (it cannot be refreshed; it just expires)."])
 

@@ -58,11 +58,15 @@ def init_cmd(
 
 def init_local(name: str, path: Path | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
     from box_memory.errors import InvalidInput
-    from box_memory.ids import validate_title
+    from box_memory.ids import validate_team, validate_title
     from box_memory.store.local import LocalStore
     from box_memory.workspace import init_workspace, read_user_config_for_update, write_user_config
 
     validate_title(name)
+    for t in teams:  # every check before the folder is created: bad input changes nothing
+        validate_team(t)
+    if layout not in ("sibling", "folder"):
+        raise InvalidInput(f"unknown layout {layout!r} (expected sibling or folder)")
     warnings: list[str] = []
     offered = None
     if path is None:

@@ -50,6 +50,8 @@ def clean_path(path: str) -> str:
     """Normalise a workspace-relative path and refuse anything that could escape the root."""
     p = path.replace("\\", "/").strip("/")
     parts = [x for x in p.split("/") if x not in ("", ".")]
+    if "\x00" in path:
+        raise InvalidInput(f"path {path!r} contains a NUL character")
     if any(x == ".." for x in parts) or path.startswith(("/", "\\")):
         raise InvalidInput(f"path {path!r} escapes the workspace")
     return "/".join(parts)
