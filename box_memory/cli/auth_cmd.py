@@ -7,6 +7,7 @@ history and process listings.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any
 
@@ -91,6 +92,17 @@ def login_cmd(
                 if name not in wanted:
                     wanted.append(name)
 
+        warned: list[str] = []
+        secret = client_secret
+        if secret is not None:
+            # A command-line argument is visible to other users (ps, /proc) and kept in shell history.
+            warned.append(
+                "--client-secret on the command line is visible to other processes and kept in shell "
+                "history; set BOX_CLIENT_SECRET or let auth login prompt for it"
+            )
+        elif not os.environ.get(auth.ENV_CLIENT_SECRET) and sys.stdin.isatty():
+            secret = typer.prompt("Box app client secret", hide_input=True, err=True).strip() or None
+
         def show(url: str) -> None:
             # The URL carries no secret (PKCE challenge and state only): safe on stderr.
             sys.stderr.write(f"Open this URL to sign in to Box:\n{url}\n")
@@ -98,14 +110,14 @@ def login_cmd(
 
         st = auth.login(
             client_id,
-            client_secret,
+            secret,
             port=port,
             scopes=" ".join(wanted),
             open_browser=not no_browser,
             timeout=timeout,
             on_url=show,
         ).to_dict()
-        return Outcome(st, ["Signed in to Box.", *_status_lines(st)[1:]])
+        return Outcome(st, ["Signed in to Box.", *_status_lines(st)[1:]], warnings=warned)
 
     run("auth login", o, go)
 

@@ -147,3 +147,24 @@ def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli
     assert "scopes: root_readwrite ai.readwrite docgen.readwrite" in cli("auth", "status").stdout
     bad = cli.json("auth", "login", "--scope", "Bad Scope!", code=2)
     assert "--scope" in bad["errors"][0]["message"]
+
+
+def test_client_secret_as_an_argument_works_with_a_warning(oauth: FakeBoxOAuth) -> None:
+    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id}
+    env.pop("BOX_CLIENT_SECRET", None)
+    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
+    argv += ["--client-secret", oauth.client_secret, "--timeout", "30", "--json"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    url = ""
+    for _ in range(5):
+        line = proc.stderr.readline()
+        if line.startswith("http"):
+            url = line.strip()
+            break
+    httpx.get(url, follow_redirects=True, timeout=10)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    warnings = json.loads(out)["warnings"]
+    assert any("--client-secret on the command line is visible to other processes" in w for w in warnings)
+    assert oauth.client_secret not in out + err
