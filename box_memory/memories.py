@@ -486,6 +486,105 @@ def _earlier_attempt(
     }
 
 
+def _earlier_supersede(
+    ws: Workspace,
+    idx: FolderIndex,
+    old: Supersede,
+    kind: str,
+    base: str,
+    title: str,
+    status: str,
+    tags: list[str],
+    content: str,
+) -> dict[str, Any] | None:
+    """The memory an earlier attempt of this very supersede committed, or None: the successor the
+    old memory already names, or a file of this slug that no index lists, that supersedes the old
+    memory with the same title, kind, status, tags and body (the write's drift repair may have
+    indexed it already). What that attempt left undone (the old memory marked superseded, index
+    entries, rollup) is finished here (the caller holds the lock), as `index-rebuild` would."""
+    from box_memory.recall_cache import after_write, before_write
+
+    successor = old.mem.superseded_by if old.mem.status == "superseded" else None
+    stem = memory_filename(kind, base)[:-3].casefold()
+    by_name = {str(e.get("filename") or "").casefold(): e for e in idx.entries}
+    want = render_body(title, content).lstrip("\n")
+    for name in sorted(ws.store.list_names(idx.folder)):
+        low = name.casefold()
+        if not (low == stem + ".md" or (low.startswith(stem + "-") and low[len(stem) + 1 : -3].isdigit())):
+            continue
+        if not low.endswith(".md"):
+            continue
+        listed = by_name.get(low)
+        if listed is not None and successor is not None and listed.get("id") != successor:
+            continue  # another memory of that slug
+        path = join(idx.folder, name)
+        try:
+            mem = read_memory(ws, path)
+        except BoxMemoryError:
+            continue
+        if (
+            (successor is not None and mem.id != successor)
+            or mem.supersedes != [old.mem.id]
+            or mem.title != title
+            or mem.kind != kind
+            or mem.status != status
+            or list(mem.tags) != tags
+            or mem.body.lstrip("\n") != want
+        ):
+            continue
+        changed: dict[str, FolderIndex] = {idx.folder: idx}
+        old_idx = idx if old.located.folder == idx.folder else load_index(ws, old.located.folder)
+        before = before_write(ws, {idx.folder: idx, old_idx.folder: old_idx})
+        entry = idx.get(mem.id)
+        if entry is None:
+            st = ws.store.stat(path)
+            entry = index_entry(
+                mem, filename=name, file_id=st.file_id if st else None, size_bytes=st.size if st else 0
+            )
+            idx.upsert(entry)
+        old_file_id: str | None = None
+        old_size: int | None = None
+        if old.mem.status != "superseded":
+            old.mem.meta["status"] = "superseded"
+            old.mem.meta["superseded_by"] = mem.id
+            old.mem.meta["updated_at"] = mem.meta.get("updated_at") or now_iso()
+            old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
+            old_file_id = ws.store.write_bytes(old.located.path, old_raw)
+            old_size = len(old_raw)
+        old_entry = old_idx.get(old.mem.id)
+        if old_entry is not None and (old_size is not None or old_entry.get("status") != "superseded"):
+            if old_size is None:
+                st = ws.store.stat(old.located.path)
+                old_size = st.size if st else int(old_entry.get("size_bytes") or 0)
+            old_idx.upsert(
+                index_entry(
+                    old.mem,
+                    filename=str(old_entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
+                    file_id=old_file_id or old_entry.get("file_id"),
+                    size_bytes=old_size,
+                )
+            )
+            changed[old_idx.folder] = old_idx
+        if listed is None or len(changed) > 1 or old_size is not None or idx._dirty:
+            for folder_idx in changed.values():
+                save_index(ws, folder_idx)
+            if not rollup_may_lag(ws):
+                refresh_rollup(ws, changed)
+            after_write(ws, before, changed, {mem.id, old.mem.id})
+        return {
+            "id": mem.id,
+            "slug": mem.slug,
+            "title": mem.title,
+            "kind": mem.kind,
+            "status": mem.status,
+            "file": path,
+            "file_id": entry.get("file_id"),
+            "supersedes": old.mem.id,
+            "already_written": True,
+        }
+    return None
+
+
 @dataclass
 class Prepared:
     """A write request after validation, before the lock (what `write` and `import` share).
@@ -607,7 +706,10 @@ def _commit_prepared(
         ) or _find_by_id([i for i in load_all(ws) if i.folder not in open_idx], req.supersedes)
         if found is None:
             raise NotFound(f"memory {req.supersedes} (to supersede) not found")
-        old = Supersede(found, check_supersedable(read_memory(ws, found.path)))
+        prev_mem = read_memory(ws, found.path)
+        if not (save and prev_mem.status == "superseded"):  # else: perhaps this write, retried
+            check_supersedable(prev_mem)
+        old = Supersede(found, prev_mem)
         # A replacement keeps what it replaces unless the caller says otherwise.
         prev = old.mem
         if not title:
@@ -644,6 +746,12 @@ def _commit_prepared(
     base = fit_slug(slugify(title), folder, kind)  # the path fits 260 characters (names.fit_slug)
     taken = slots.taken
     same = slots.by_slug.get(base)
+    if save and old is not None:
+        # A retry of a supersede whose new memory landed (its bookkeeping perhaps not): done.
+        prior = _earlier_supersede(ws, idx, old, kind, base, title, p.status, tags, p.content)
+        if prior is not None:
+            return {**prior, "team": ws.team_of(team), "folder": folder + "/", "warnings": warnings}
+        check_supersedable(old.mem)
     if save and not req.supersedes and not req.new_slug:
         # A retry of a write whose memory landed (its index perhaps not): done, not a duplicate.
         prior = _earlier_attempt(

@@ -146,3 +146,67 @@ def test_local_identical_retry_is_idempotent(cli, ws: Path) -> None:
     assert [e["id"] for e in json.loads((ws / "memories" / "_index.json").read_bytes())["entries"]] == [
         first["id"]
     ]
+
+
+@pytest.mark.parametrize("step", ["write:file-created", "write:old-rewritten", "write:index-saved", ""])
+def test_retried_supersede_is_idempotent(cli, ws: Path, step: str) -> None:
+    """`write --supersedes OLD` killed at each step (or completed), then retried as is: the retry
+    returns the memory the first attempt wrote and finishes its bookkeeping, never a second one."""
+    import signal
+
+    from box_memory import frontmatter
+    from tests.integrity.util import bm, bm_json
+
+    w = ("-w", str(ws))
+    old = cli.json("write", "The first policy.", "--title", "Policy", "--tag", "ops", *w)["data"]
+    args = ["write", "The second policy.", "--supersedes", old["id"], *w]
+    if step:
+        proc = bm(*args, env={"BOX_MEMORY_CRASH_AT": step})
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+    else:
+        bm_json(*args)
+    files = {p.name: frontmatter.parse(p.read_text())[0] for p in (ws / "memories").glob("*.md")}
+    (new_id,) = [m["id"] for m in files.values() if m["id"] != old["id"]]
+    fast = {"BOX_MEMORY_LOCK_STALE_S": "1", "BOX_MEMORY_LOCK_WAIT_S": "30"}
+    again = bm_json(*args, env=fast)["data"]
+    assert (again["already_written"], again["id"], again["supersedes"]) == (True, new_id, old["id"])
+    files = {p.name: frontmatter.parse(p.read_text())[0] for p in (ws / "memories").glob("*.md")}
+    assert len(files) == 2
+    old_meta = next(m for m in files.values() if m["id"] == old["id"])
+    assert (old_meta["status"], old_meta["superseded_by"]) == ("superseded", new_id)
+    entries = {e["id"]: e for e in json.loads((ws / "memories" / "_index.json").read_bytes())["entries"]}
+    assert set(entries) == {old["id"], new_id} and entries[old["id"]]["status"] == "superseded"
+    assert bm_json("index-rebuild", "--check", *w)["data"]["drift"] is False
+    # A retry with another body is a new supersede of a superseded memory: still refused.
+    other = bm_json("write", "A third policy.", "--supersedes", old["id"], *w, code=2)
+    assert "already superseded" in other["errors"][0]["message"]
+
+
+def test_cloud_retried_supersede_after_box_went_away_is_idempotent(
+    cloud, emu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Box stops right after the new memory of a supersede is uploaded: the retry returns that
+    memory and marks the old one superseded by it, instead of writing a second successor."""
+    from box_memory import memories
+
+    old = cloud.data("write", "The deploy window is Monday.", "--title", "Deploy window")
+    real = memories.crash_point
+
+    def box_dies(step: str) -> None:
+        real(step)
+        if step == "write:file-created":
+            emu.stop()
+
+    monkeypatch.setenv("BOX_MEMORY_LOCK_STALE_S", "2")
+    monkeypatch.setattr(memories, "crash_point", box_dies)
+    args = ("write", "The deploy window is Tuesday.", "--supersedes", old["id"])
+    first = cloud.run(*args)
+    assert any("is saved, but updating the indexes failed" in w for w in first["warnings"]), first
+    monkeypatch.setattr(memories, "crash_point", real)
+    emu.start()
+    time.sleep(2.2)
+    again = cloud.data(*args)
+    assert (again["already_written"], again["id"]) == (True, first["data"]["id"])
+    assert cloud.data("get", old["id"])["frontmatter"]["superseded_by"] == first["data"]["id"]
+    assert [h["id"] for h in cloud.data("recall", "deploy window")["hits"]] == [first["data"]["id"]]
+    assert cloud.run("index-rebuild", "--check")["data"]["drift"] is False
