@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -168,3 +173,70 @@ def test_client_secret_as_an_argument_works_with_a_warning(oauth: FakeBoxOAuth) 
     warnings = json.loads(out)["warnings"]
     assert any("--client-secret on the command line is visible to other processes" in w for w in warnings)
     assert oauth.client_secret not in out + err
+
+
+def test_client_secret_prompt_on_a_terminal_is_hidden(oauth: FakeBoxOAuth, tmp_path: Path) -> None:
+    """Without --client-secret or BOX_CLIENT_SECRET, `auth login` on a terminal asks for the secret
+    with echo off. The CLI runs in a child whose controlling terminal is a pseudo-terminal (stdin
+    and stderr on it, stdout to a file); the fake OAuth server accepts the login only with the
+    right secret, and the secret is never echoed or printed."""
+    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id}
+    env.pop("BOX_CLIENT_SECRET", None)
+    out_file = tmp_path / "stdout.json"
+    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
+    argv += ["--timeout", "30", "--json"]
+    pid, leader = pty.fork()  # the child gets a new session with the pty as controlling terminal
+    if pid == 0:  # pragma: no cover - the child process
+        try:
+            fd = os.open(out_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, 1)
+            os.execve(sys.executable, argv, env)
+        finally:
+            os._exit(127)
+    seen = b""
+
+    def read_until(marker: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 60
+        while marker not in seen:
+            assert time.monotonic() < deadline, seen
+            ready, _, _ = select.select([leader], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # the child closed the terminal
+                    chunk = b""
+                assert chunk, seen
+                seen += chunk
+
+    try:
+        # click writes the prompt text, then getpass turns echo off and writes the final " ".
+        read_until(b"Box app client secret: ")
+        os.write(leader, oauth.client_secret.encode() + b"\n")
+        read_until(b"/authorize?")
+        read_until(b"\n")
+        url = next(line for line in seen.decode().splitlines() if line.startswith("http"))
+        httpx.get(url.strip(), follow_redirects=True, timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            assert time.monotonic() < deadline
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                with contextlib.suppress(OSError):
+                    seen += os.read(leader, 4096)
+    finally:
+        os.close(leader)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    result = json.loads(out_file.read_text())
+    assert result["status"] == "ok" and result["warnings"] == [], result
+    assert result["data"]["logged_in"] is True
+    secret = oauth.client_secret.encode()
+    assert secret not in seen and secret not in out_file.read_bytes()
+    # The one place it is kept (cli.md: secrets live in a separate 0600 file): token refresh
+    # sends it to Box.
+    stored = json.loads(auth.credentials_path().read_bytes())
+    assert oct(auth.credentials_path().stat().st_mode & 0o777) == "0o600"
+    assert [k for k, v in stored.items() if oauth.client_secret in str(v)] == ["client_secret"]
