@@ -971,33 +971,22 @@ class CloudStore:
                     pass  # gone from the catalogue since it was cached: move file by file
             self._move_tree(src, dst)
             return
-        sparent, _ = _split(src)
-        dparent, dname = _split(dst)
-        spid = self.folder_id(sparent)
-        dpid = self._ensure_folder(dparent)
-        try:
-            payload = self.call(
-                "move_file", {"file_id": str(item["id"]), "parent_folder_id": dpid, "name": dname}
-            )
-        except BoxToolError as e:
-            if e.status == 409:
-                raise AlreadyExists(f"{dst} already exists") from None
-            raise
-        if spid is not None and spid in self._listings:
-            self._listings[spid].pop(str(item.get("name")), None)
+        dpid, dname, payload = self._move_item("file", src, dst, item)
         obj = _as_object(payload)
         if obj is not None:
             obj = {**item, **obj, "name": dname}
         self._remember(dpid, obj, dname)
 
-    def _move_folder(self, src: str, dst: str, item: dict[str, Any]) -> None:
+    def _move_item(self, what: str, src: str, dst: str, item: dict[str, Any]) -> tuple[str, str, Any]:
+        """One `move_file`/`move_folder` call; drops `src` from its parent's cached listing.
+        Returns (destination parent id, new name, the tool's payload)."""
         sparent, _ = _split(src)
         dparent, dname = _split(dst)
         spid = self.folder_id(sparent)
         dpid = self._ensure_folder(dparent)
         try:
             payload = self.call(
-                "move_folder", {"folder_id": str(item["id"]), "parent_folder_id": dpid, "name": dname}
+                f"move_{what}", {f"{what}_id": str(item["id"]), "parent_folder_id": dpid, "name": dname}
             )
         except BoxToolError as e:
             if e.status == 409:
@@ -1005,6 +994,10 @@ class CloudStore:
             raise
         if spid is not None and spid in self._listings:
             self._listings[spid].pop(str(item.get("name")), None)
+        return dpid, dname, payload
+
+    def _move_folder(self, src: str, dst: str, item: dict[str, Any]) -> None:
+        dpid, dname, payload = self._move_item("folder", src, dst, item)
         # Ids are kept by a move: re-key the cached paths under the folder to their new place.
         moved = {p: fid for p, fid in self._paths.items() if p == src or p.startswith(src + "/")}
         for p in moved:
