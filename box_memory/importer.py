@@ -42,12 +42,12 @@ from box_memory import frontmatter
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, validate_title
 from box_memory.model import KINDS, STATUSES, now_iso, parse_time
+from box_memory.safeio import UnreadableFile, open_regular, read_regular
 from box_memory.workspace import Workspace
 
 FORMATS = ("basic-memory", "claude-code", "mem0", "markdown", "box-memory")
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 SKIP_DIRS = {".git", ".hg", ".svn", ".obsidian", ".basic-memory", "node_modules", "__pycache__", ".venv"}
-MAX_SOURCE_BYTES = 8 * 1024 * 1024  # a single source file past this is reported, not read
 _WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:[|#][^\]\n]*)?\]\]")
 _H1_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 _H2_SPLIT_RE = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.M)
@@ -137,16 +137,15 @@ def wikilinks(text: str) -> list[str]:
     return out
 
 
-def _read(path: Path) -> bytes:
-    size = path.stat().st_size
-    if size > MAX_SOURCE_BYTES:
-        raise InvalidInput(f"file is larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB")
-    return path.read_bytes()
-
-
-def _decode(raw: bytes) -> str:
+def _read_text(path: Path) -> tuple[bytes, str]:
+    """(bytes, UTF-8 text) of one source file; a FIFO, device or oversized file is refused, never
+    waited on (the same bounded read as every workspace file)."""
     try:
-        return raw.decode("utf-8-sig")
+        raw = read_regular(path, "source")
+    except UnreadableFile as e:
+        raise InvalidInput(str(e)) from None
+    try:
+        return raw, raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InvalidInput("not UTF-8 text") from None
 
@@ -186,8 +185,7 @@ def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
     for path in _walk(root):
         ref = str(path)
         try:
-            raw = _read(path)
-            text = _decode(raw)
+            raw, text = _read_text(path)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
             continue
@@ -206,8 +204,7 @@ def read_basic_memory(root: Path) -> Iterator[SourceItem]:
     for path in _walk(root, (".md",)):
         ref = str(path)
         try:
-            raw = _read(path)
-            text = _decode(raw)
+            raw, text = _read_text(path)
             meta, body = _split_frontmatter(text, ref)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
@@ -304,8 +301,7 @@ def read_claude_code(root: Path) -> Iterator[SourceItem]:
     for path in instructions:
         ref = str(path)
         try:
-            raw = _read(path)
-            text = _decode(raw)
+            raw, text = _read_text(path)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
             continue
@@ -333,8 +329,7 @@ def read_claude_code(root: Path) -> Iterator[SourceItem]:
     for path in auto:
         ref = str(path)
         try:
-            raw = _read(path)
-            text = _decode(raw)
+            raw, text = _read_text(path)
             meta, body = _split_frontmatter(text, ref)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
@@ -394,8 +389,7 @@ def split_sections(text: str) -> list[tuple[str, str]]:
 
 def _json_items(path: Path) -> tuple[list[Any], list[SourceItem]]:
     """Items of a JSON or JSON Lines file; undecodable lines come back as errors."""
-    raw = _read(path)
-    text = _decode(raw)
+    _, text = _read_text(path)
     stripped = text.lstrip()
     errors: list[SourceItem] = []
     if stripped.startswith(("[", "{")):
@@ -561,10 +555,11 @@ def detect_format(source: Path) -> tuple[str, str]:
     for path in _walk(source, (".md",)):
         sampled += 1
         try:
-            with path.open("rb") as fh:
+            fd, _ = open_regular(path)
+            with os.fdopen(fd, "rb") as fh:
                 head = fh.read(2048)
-        except OSError:
-            continue
+        except (OSError, UnreadableFile):
+            continue  # a FIFO or device is never waited on; the read step reports it
         if head.startswith(b"---") and re.search(rb"^permalink:", head, re.M):
             with_permalink += 1
         if sampled >= 50:

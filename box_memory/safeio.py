@@ -30,6 +30,7 @@ LIMITS: dict[str, int] = {
     "lock": 64 * KIB,  # _box-memory.lock
     "file": 2 * MIB,  # any other small workspace file read whole (README.md)
     "document": 50 * MIB,  # a brain-sync local source document read whole for its text
+    "source": 8 * MIB,  # one file of an `import` source (a note, a CLAUDE.md, a mem0 export)
 }
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)

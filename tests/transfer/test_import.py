@@ -320,3 +320,23 @@ def test_unreadable_file_is_reported_by_name(cli, ws: Path, tmp_path: Path) -> N
     reasons = {Path(e["ref"]).name: e["reason"] for e in data["errors"]}
     assert reasons["gone.md"].startswith("unreadable (")
     assert data["imported"] == 3
+
+
+@pytest.mark.parametrize("how", [(), ("--from", "markdown")], ids=["detected", "from"])
+def test_a_fifo_in_the_source_is_reported_not_waited_on(
+    ws: Path, tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    """A named pipe among the notes (shared folders hold anything) is one reported item: format
+    detection and the read both skip it instead of blocking forever. Run in a subprocess under a
+    timeout so a regression fails instead of hanging the suite."""
+    src = copy_source(tmp_path, "markdown/notes")
+    os.mkfifo(src / "pipe.md")
+    res = subprocess.run(
+        [sys.executable, "-m", "box_memory", "import", str(src), *how, "-w", str(ws), "--json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    env = json.loads(res.stdout)
+    assert res.returncode == 0, env
+    reasons = {Path(e["ref"]).name: e["reason"] for e in env["data"]["errors"]}
+    assert "FIFO" in reasons["pipe.md"]
+    assert env["data"]["imported"] == 3
