@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.serve_bench import _env, _pct, corpus  # noqa: E402
+from bench.serve_bench import _env, _pct, add_build_args, builds, corpus  # noqa: E402
 
 
 def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -45,15 +45,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument(
-        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
-    )
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--baseline-python", default=None)
+    add_build_args(ap)
     args = ap.parse_args()
-    pythons = {"new": args.python}
-    if args.baseline_python:
-        pythons = {"baseline": args.baseline_python, "new": args.python}
+    pythons = builds(args)
     ws, _ = corpus(args.size, args.out)
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     envs = {name: _env(args.out / f"home-after-write-{args.size}" / name) for name in pythons}

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.recall_bench import _queries  # noqa: E402
-from bench.serve_bench import _cpu_ms, _env, _pct, corpus  # noqa: E402
+from bench.serve_bench import _cpu_ms, _env, _pct, add_build_args, builds, corpus  # noqa: E402
 
 
 def _client(url: str, queries: list[str], seconds: float, write_share: float, seed: int, out: Any) -> None:
@@ -191,15 +191,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--write-share", type=float, default=0.1)
-    ap.add_argument(
-        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
-    )
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--baseline-python", default=None)
+    add_build_args(ap)
     args = ap.parse_args()
-    pythons = {"new": args.python}
-    if args.baseline_python:
-        pythons = {"baseline": args.baseline_python, "new": args.python}
+    pythons = builds(args)
     src, manifest = corpus(args.size, args.out)
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     lines = [

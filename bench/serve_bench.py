@@ -160,15 +160,27 @@ def in_process(ws: Path, manifest: dict[str, Any], home: Path, runs: int) -> lis
     ]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--runs", type=int, default=51)
+def add_build_args(ap: argparse.ArgumentParser) -> None:
+    """--out, --python and --baseline-python, shared by the benches that compare two builds."""
     ap.add_argument(
         "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "box-memory-recall-bench"
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter whose box_memory serves")
     ap.add_argument("--baseline-python", default=None, help="a second interpreter, e.g. an older build")
+
+
+def builds(args: argparse.Namespace) -> dict[str, str]:
+    """{"baseline": py, "new": py} (baseline first, so runs alternate starting with it), or {"new": py}."""
+    if args.baseline_python:
+        return {"baseline": args.baseline_python, "new": args.python}
+    return {"new": args.python}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=51)
+    add_build_args(ap)
     ap.add_argument(
         "--in-process", action="store_true", help="time MemoryServer.call in this process instead"
     )
@@ -184,9 +196,7 @@ def main() -> None:
         print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
         print("\n".join(rows))
         return
-    pythons = {"new": args.python}
-    if args.baseline_python:
-        pythons = {"baseline": args.baseline_python, "new": args.python}
+    pythons = builds(args)
     args.out.mkdir(parents=True, exist_ok=True)
     print(
         f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; "
