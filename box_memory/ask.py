@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from box_memory.errors import BoxMemoryError, ToolMissing
+from box_memory.store.base import as_box_tools
 from box_memory.workspace import Workspace
 
 __all__ = ["MAX_FILES", "ask_box_ai"]
@@ -27,8 +28,8 @@ def ask_box_ai(
     ws: Workspace, hits: list[dict[str, Any]], question: str
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """(the answer block or None, warnings) for `question` over the files of `hits`."""
-    store: Any = ws.store  # the cloud store (checked next): tools and calls
-    if getattr(store, "kind", "") != "cloud":
+    store = as_box_tools(ws.store)  # Box AI runs in Box: tools called by name
+    if store is None:
         return None, ["--ask needs a Box workspace (Box AI runs in Box); showing the memories only"]
     caps = ws.config.data.get("capabilities") or {}
     single, multi = store.has_tool("ai_qa_single_file"), store.has_tool("ai_qa_multi_file")
@@ -38,7 +39,7 @@ def ask_box_ai(
     for hit in hits:
         if len(sources) >= MAX_FILES:
             break
-        entry = store.stat(str(hit["path"]))
+        entry = ws.store.stat(str(hit["path"]))
         if entry is None or not entry.file_id:
             continue
         sources.append(

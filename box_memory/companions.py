@@ -40,8 +40,8 @@ from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, valid
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
-from box_memory.safeio import UnreadableFile, open_regular
-from box_memory.store.base import Entry, clean_path, join
+from box_memory.safeio import UnreadableFile
+from box_memory.store.base import Entry, as_box_tools, clean_path, join
 from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
 
 CHUNK_SIZE = 1 << 20
@@ -109,8 +109,7 @@ def _counted(ws: Workspace, path: str, chunks: Iterator[Any]) -> Iterator[Any]:
 
 
 def _local_root(ws: Workspace) -> Path | None:
-    root = getattr(ws.store, "root", None)
-    return Path(root) if ws.store.kind == "local" and isinstance(root, (str, Path)) else None
+    return ws.store.local_root
 
 
 def _contained(root: Path, rel: str) -> Path:
@@ -122,30 +121,10 @@ def _contained(root: Path, rel: str) -> Path:
     return real
 
 
-def _local_chunks(path: Path, chunk_size: int, label: str) -> Iterator[memoryview]:
-    # Opened without blocking and checked on the descriptor: only a regular file is hashed (a FIFO
-    # or device put in place of a binary is refused, never waited on or read as 0 bytes).
-    fd, _ = open_regular(path, label, follow=False)
-    with os.fdopen(fd, "rb", buffering=0) as f:
-        buf = bytearray(chunk_size)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            yield view[:n]
-
-
 def binary_chunks(ws: Workspace, path: str, chunk_size: int = CHUNK_SIZE) -> Iterator[Any]:
-    """The binary's bytes as a stream of chunks, through the store when it can stream.
-
-    A store offering `read_chunks(path, chunk_size)` (the cloud store, via a download URL) is
-    used as is; the local store is read here, chunk by chunk, after a containment check.
-    """
-    reader = getattr(ws.store, "read_chunks", None)
-    if callable(reader):
-        return iter(reader(path, chunk_size))
-    root = _local_root(ws)
-    if root is None:
-        raise BoxMemoryError(f"the {ws.store.kind} backend cannot stream {path} for hashing yet")
-    return _local_chunks(_contained(root, path), chunk_size, path)
+    """The binary's bytes as a stream of chunks (a local file after a containment check, a Box
+    file through a download URL)."""
+    return iter(ws.store.read_chunks(path, chunk_size))
 
 
 def hash_binary(ws: Workspace, path: str) -> Digest:
@@ -805,9 +784,9 @@ def ai_extract(ws: Workspace, file_id: str | None) -> tuple[dict[str, Any] | Non
     """
     from box_memory.errors import ToolMissing
 
-    store: Any = ws.store
+    store = as_box_tools(ws.store)
     caps = ws.config.data.get("capabilities") or {}
-    if getattr(store, "kind", "") != "cloud" or not file_id:
+    if store is None or not file_id:
         return None, "Box AI extraction needs a Box workspace (Box AI reads the file in Box)"
     tool = next((t for t in _EXTRACT_TOOLS if store.has_tool(t)), None)
     if tool is None or (isinstance(caps, dict) and caps.get("box_ai_tools_available") is False):

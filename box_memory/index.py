@@ -244,12 +244,12 @@ def save_index(ws: Workspace, idx: FolderIndex) -> None:
 def _box_ids(ws: Workspace, idx: FolderIndex) -> None:
     """On Box, an index carries its folder's id and its own file id (format spec section 5), taken
     from the listings this command already holds; a local workspace has neither."""
-    box_folder = getattr(ws.store, "folder_id", None)
-    if box_folder is None or ws.store.kind != "cloud":
-        return
     d = idx.data
     if not d.get("folder_id"):
-        d["folder_id"] = box_folder(idx.folder)
+        fid = ws.store.folder_id(idx.folder)
+        if fid is None:
+            return  # no Box ids here (a local folder)
+        d["folder_id"] = fid
     if not d.get("index_file_id"):
         entry = ws.store.stat(join(idx.folder, INDEX_NAME))
         if entry is not None and entry.file_id:

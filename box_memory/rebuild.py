@@ -39,7 +39,7 @@ from box_memory.index import (
 from box_memory.model import INDEX_MAPS, index_entry, now_iso
 from box_memory.progress import each
 from box_memory.safeio import ReadFailed
-from box_memory.store.base import AlreadyExists, Entry, join, listing_incomplete
+from box_memory.store.base import AlreadyExists, Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
 ARCHIVE_DIR = "_archive/index-conflicts"
@@ -163,9 +163,7 @@ def _read(ws: Workspace, path: str, ent: Entry, memo: Memo | None) -> Parsed | B
 def prefill(ws: Workspace, folder: str, memo: Memo) -> None:
     """Parse every memory file of a folder into `memo` (no lock needed: nothing is written)."""
     files = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
-    prefetch = getattr(ws.store, "prefetch", None)  # the cloud store reads many files at once
-    if prefetch is not None:
-        prefetch([join(folder, e.name) for e in files])
+    ws.store.prefetch([join(folder, e.name) for e in files])  # the cloud store reads many at once
     for ent in files:
         with contextlib.suppress(NotFound, Unreadable):
             _read(ws, join(folder, ent.name), ent, memo)
@@ -191,10 +189,9 @@ def scan(
         s.exists = False
         s.index_state = "missing"
         return s
-    s.incomplete = listing_incomplete(ws.store, folder)
-    prefetch = getattr(ws.store, "prefetch", None)
-    if prefetch is not None:  # cloud: fetch the memory files concurrently, not one round trip each
-        prefetch(join(folder, e.name) for e in listing if not e.is_dir and is_memory_file(e.name))
+    s.incomplete = ws.store.listing_incomplete(folder)
+    # cloud: fetch the memory files concurrently, not one round trip each
+    ws.store.prefetch(join(folder, e.name) for e in listing if not e.is_dir and is_memory_file(e.name))
     names = {e.name for e in listing if not e.is_dir}
     # The current index (kept as raw bytes too, so an unparseable one can be archived).
     if INDEX_NAME in names:

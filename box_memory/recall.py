@@ -29,6 +29,7 @@ from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
 from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
+from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace import Workspace
 
 DEFAULT_LIMIT = 10
@@ -696,12 +697,12 @@ def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, 
     returns None when the template is missing, younger than Box's search lag, or the tool is
     absent: then nothing changes. Local workspaces have no such method and never get here.
     """
-    search = getattr(ws.store, "metadata_search", None)
-    if search is None or len(filters.kinds) > 1 or len(filters.statuses) > 1 or len(filters.teams) > 1:
+    store = as_metadata_search(ws.store)
+    if store is None or len(filters.kinds) > 1 or len(filters.statuses) > 1 or len(filters.teams) > 1:
         return
     if not (filters.kinds or filters.statuses or filters.teams) or filters.tags:
         return
-    found = search(
+    found = store.metadata_search(
         kind=filters.kinds[0] if filters.kinds else None,
         status=filters.statuses[0] if filters.statuses else None,
         team=filters.teams[0] if filters.teams else None,
@@ -709,7 +710,6 @@ def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, 
     if not found:
         return
     from box_memory.index import read_memory
-    from box_memory.store.boxmcp import logical_folder_paths
 
     folder_of = {
         fid: path for path, fid in logical_folder_paths(ws.config.folder_ids, ws.config.teams).items()

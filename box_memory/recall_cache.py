@@ -114,25 +114,10 @@ def signature(ws: Workspace, path: str) -> str | None:
     """What changes whenever `path` is replaced or its directory entries change.
 
     On a local folder this is one `os.stat` (inode, size, mtime and ctime in ns: an atomic
-    replace always gets a new inode, even within one clock tick); elsewhere the store's own stat
-    (size, modified, id, etag, sha1).
+    replace always gets a new inode, even within one clock tick); on Box the listing's size,
+    modified time, id, etag and sha1 (`Store.signature`).
     """
-    store = ws.store
-    root = getattr(store, "root", None)
-    if store.kind == "local" and root is not None:
-        try:
-            # os.stat on a joined string: one syscall, no Path objects on the warm path.
-            st = os.stat(os.path.join(root, path) if path else root)  # noqa: PTH116, PTH118
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except PermissionError:
-            return "denied"  # a team boundary: re-checked on every call, read once it opens
-        return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-    try:
-        e = store.stat(path)
-    except Unreadable:
-        return "denied"
-    return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
+    return ws.store.signature(path)
 
 
 class Refresh:
@@ -342,9 +327,8 @@ class RecallCache:
             if prev is not None:
                 replaced.append(prev[0])
             todo.append((ent, mid, path, sig, file_sig))
-        prefetch = getattr(ws.store, "prefetch", None)
-        if prefetch is not None and todo:  # cloud: fetch just the changed files, concurrently
-            prefetch(t[2] for t in todo)
+        if todo:  # cloud: fetch just the changed files, concurrently
+            ws.store.prefetch(t[2] for t in todo)
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
         next_rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
@@ -526,7 +510,7 @@ def before_write(ws: Workspace, indexes: dict[str, Any]) -> dict[str, tuple[str 
     write changes anything, for `after_write`. Local workspaces only (a Box stat is a listing); an
     index that was repaired in memory (`_dirty` before the write) changed more than the write's
     entries and is left out."""
-    if ws.store.kind != "local":
+    if ws.store.local_root is None:
         return {}
     return {
         f: (signature(ws, join(f, INDEX_NAME)), signature(ws, f))
@@ -544,7 +528,7 @@ def after_write(
     """A write on a local workspace updates an existing recall cache for the entries it wrote
     (`RecallCache.apply_write`), so the next recall does not re-read a large folder. Best effort:
     the cache is derived data, and whatever is not updated here the next refresh re-reads."""
-    if ws.store.kind != "local" or not before:
+    if ws.store.local_root is None or not before:
         return
     path = cache_path(ws)
     held = (_held or {}).get(path)
@@ -671,7 +655,7 @@ def close_held() -> None:
 
 def _held_cache(ws: Workspace, path: str) -> RecallCache | None:
     """The open cache of `ws`, refreshed, when this process keeps caches open; None otherwise."""
-    if _held is None or ws.store.kind != "local":
+    if _held is None or ws.store.local_root is None:
         return None  # a Box store's stats are listings: those stay per call
     cache = _held.get(path)
     try:

@@ -7,8 +7,6 @@ cheap by default (one folder listing per index); `check_indexes` adds the full `
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections import Counter
 from typing import Any
 
@@ -60,38 +58,10 @@ def read_indexes(
     return good, problems
 
 
-def _lock_state(ws: Workspace) -> dict[str, Any] | None:
-    """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next writer)."""
-    from box_memory.store.local import LOCK_NAME, lock_settings
-
-    name = ws.store.lock_name() if hasattr(ws.store, "lock_name") else LOCK_NAME  # cloud: may fall back
-    st = ws.store.stat(name)
-    if st is None:
-        return None
-    body: dict[str, Any] = {}
-    with contextlib.suppress(Exception):
-        import orjson
-
-        loaded = orjson.loads(ws.store.read_bytes(name))
-        body = loaded if isinstance(loaded, dict) else {}
-    renewed = parse_time(body.get("renewed_at"))
-    last = max(renewed.timestamp() if renewed else 0.0, st.modified)
-    age = max(0.0, time.time() - last)
-    stale_after = lock_settings()[0]
-    return {
-        "writer": body.get("writer"),
-        "skill": body.get("skill"),
-        "pid": body.get("pid"),
-        "host": body.get("host"),
-        "age_s": round(age, 1),
-        "stale": age >= stale_after,
-    }
-
-
 def _box_drive(ws: Workspace) -> dict[str, Any] | None:
     """Whether a local workspace is inside the Box Drive folder (None for a cloud workspace)."""
-    root = getattr(ws.store, "root", None)
-    if ws.store.kind != "local" or root is None:
+    root = ws.store.local_root
+    if root is None:
         return None
     from pathlib import Path
 
@@ -211,7 +181,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "rollup": rollup,
             "conflict_copies": conflict_copies,
             "memory_conflict_copies": memory_copies,
-            "lock": _lock_state(ws) if ws.store.kind == "local" else None,
+            "lock": ws.store.lock_state(),
             # A lagging rollup is allowed (refreshed lazily; readers fall back to the folders).
             "ok": not (drifted or problems or conflict_copies) and rollup["state"] in ("ok", "lagging"),
         },

@@ -144,11 +144,11 @@ def read_user_config_for_update() -> tuple[dict[str, Any], list[str]]:
 
 
 def write_user_config(data: dict[str, Any]) -> None:
-    from box_memory.store.local import LocalStore
+    from box_memory.store import open_local
 
     d = user_dirs().config
     d.mkdir(parents=True, exist_ok=True)
-    LocalStore(d).write_bytes("config.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    open_local(d).write_bytes("config.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
 
 # --- resolution -----------------------------------------------------------------------------
@@ -179,16 +179,15 @@ def resolve_spec(explicit: str | None, cwd: Path | None = None) -> str:
 
 def store_for(spec: str) -> Store:
     if spec.startswith("box:"):
-        from box_memory.store.boxmcp import open_cloud_store
+        from box_memory.store import open_cloud
 
-        store: Store = open_cloud_store(spec[4:])
-        return store
-    from box_memory.store.local import LocalStore
+        return open_cloud(spec[4:])
+    from box_memory.store import open_local
 
     root = Path(spec).expanduser()
     if not root.is_dir():
         raise WorkspaceNotFound(f"{NOT_FOUND_MSG} ({root} is not a folder)")
-    return LocalStore(root.resolve())
+    return open_local(root.resolve())
 
 
 def open_workspace(explicit: str | None = None, cwd: Path | None = None) -> Workspace:
@@ -283,8 +282,7 @@ def ensure_scope_folders(ws: Workspace, scope: str | None) -> list[str]:
             created.append(folder + "/")
         idx = join(folder, INDEX_NAME)
         if not store.exists(idx):
-            box_folder = getattr(store, "folder_id", None)  # cloud: the folder's real Box id
-            fid = box_folder(folder) if box_folder is not None else None
+            fid = store.folder_id(folder)  # cloud: the folder's real Box id
             data = empty_index(folder, fid, str(ws.config.data.get("tier") or "unknown"))
             file_id = store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
             if fid is not None and file_id:

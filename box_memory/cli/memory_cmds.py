@@ -59,7 +59,7 @@ def init_cmd(
 def init_local(name: str, path: Path | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
     from box_memory.errors import InvalidInput
     from box_memory.ids import validate_team, validate_title
-    from box_memory.store.local import LocalStore
+    from box_memory.store import open_local
     from box_memory.workspace import init_workspace, read_user_config_for_update, write_user_config
 
     validate_title(name)
@@ -80,7 +80,7 @@ def init_local(name: str, path: Path | None, teams: list[str], layout: str, rein
         reason = (e.strerror or type(e).__name__).lower()
         raise InvalidInput(f"cannot create the workspace folder {root}: {reason}") from None
     root = root.resolve()
-    ws, report = init_workspace(LocalStore(root), name, teams=teams, layout=layout, reinit=reinit)
+    ws, report = init_workspace(open_local(root), name, teams=teams, layout=layout, reinit=reinit)
     cfg, cfg_warnings = read_user_config_for_update()
     warnings += cfg_warnings
     cfg["default_workspace"] = str(root)
@@ -132,7 +132,7 @@ def _offer_box_drive(name: str) -> tuple[Path | None, list[str]]:
 
 def init_cloud(name: str, parent: str | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
     """Cloud init: folder NAME under Box folder `parent` (default the root, after a warning)."""
-    from box_memory.store.boxmcp import init_cloud_workspace
+    from box_memory.store import init_cloud_workspace
 
     data = init_cloud_workspace(name, parent=parent or "0", teams=teams, layout=layout, reinit=reinit)
     warnings = list(data.pop("warnings", []))

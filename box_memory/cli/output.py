@@ -203,11 +203,10 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
 def close_backends() -> list[str]:
     """End the command's Box MCP session, if it opened one (one session per command), and return
     the warnings the cloud store collected. Never imports the network stack itself."""
-    cloud = sys.modules.get("box_memory.store.boxmcp")
-    if cloud is None:
-        return []
+    from box_memory.store import close_cloud_sessions
+
     try:
-        return list(cloud.close_all())
+        return close_cloud_sessions()
     except Exception:  # closing must never turn a finished command into a failure
         return []
 

@@ -42,12 +42,14 @@ def status_cmd(
         refreshed: dict[str, Any] | None = None
         notes: list[str] = []
         if refresh:
-            redetect = getattr(ws.store, "redetect_tier", None)
-            if redetect is None:
+            from box_memory.store import as_tier_detection
+
+            tiered = as_tier_detection(ws.store)
+            if tiered is None:
                 notes.append("--refresh: a local workspace has no Box tier to detect")
             else:
                 with ws.store.lock(writer="box-memory", skill="status"):
-                    refreshed = redetect()
+                    refreshed = tiered.redetect_tier()
                 ws = open_workspace(o.workspace)  # the config as written
         data = workspace_status(ws, check_indexes=check_indexes)
         if refreshed is not None:

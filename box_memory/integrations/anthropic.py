@@ -157,12 +157,9 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         from box_memory.index import load_index
 
         ws = self.workspace
-        drop = getattr(ws.store, "drop_listings", None)
-        if drop is not None:
-            drop()  # a Box store caches listings per command: each tool call sees other writers
-            client = getattr(ws.store, "_client", None)
-            if client is not None and not getattr(client, "is_open", True):
-                getattr(ws.store, "close")()  # noqa: B009 - the session was ended elsewhere: reopen
+        # A Box store caches listings per command: each tool call sees other writers (and a
+        # session ended elsewhere is reopened).
+        ws.store.drop_listings()
         try:
             idx = load_index(ws, ws.memories_folder(ws.require_team(self.team)))
             entries = [

@@ -187,12 +187,12 @@ def check_features(tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_test(box: Any, folder_id: str) -> dict[str, Any]:
     """Round trip in a new scratch folder under `folder_id`: upload, version, read back, archive."""
-    from box_memory.store.boxmcp import CloudStore
+    from box_memory.store import open_cloud
 
     scratch = f"box-memory-check-{time.strftime('%Y%m%dT%H%M%S')}"
     path = f"{scratch}/check.md"
     first, second = b"box-memory write test: first version\n", b"box-memory write test: second version\n"
-    store = CloudStore(str(folder_id), client=box, own_client=False)
+    store = open_cloud(str(folder_id), client=box)
     store.cache.folder = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
     steps: list[dict[str, Any]] = []
     result: dict[str, Any] = {"folder_id": str(folder_id), "scratch_folder": scratch, "steps": steps}
@@ -226,7 +226,7 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
             and step("read back, sha1 verified", read_back)
             and step("move to archive subfolder", lambda: store.move(path, f"{scratch}/_archive/check.md"))
         )
-        result["scratch_folder_id"] = store._paths.get(scratch)
+        result["scratch_folder_id"] = store.folder_id(scratch) if steps and steps[0]["ok"] else None
     finally:
         result["warnings"] = list(store.warnings)
         store.close()

@@ -1,0 +1,83 @@
+"""The storage port and the factories that open its two implementations.
+
+Code outside `store/` names only what is exported here (the `Store` protocol, its capabilities,
+the path helpers and these factories), never a concrete store. The cloud store - and with it the
+network stack - is imported only when a Box workspace is opened: recall and write on a local
+workspace never load it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from box_memory.store.base import (
+    AlreadyExists,
+    BoxTools,
+    Entry,
+    MetadataSearch,
+    Store,
+    TierDetection,
+    as_box_tools,
+    as_metadata_search,
+    as_tier_detection,
+    clean_path,
+    join,
+    logical_folder_paths,
+)
+
+if TYPE_CHECKING:
+    from box_memory.store.boxmcp import CloudStore
+
+__all__ = [
+    "AlreadyExists",
+    "BoxTools",
+    "Entry",
+    "MetadataSearch",
+    "Store",
+    "TierDetection",
+    "as_box_tools",
+    "as_metadata_search",
+    "as_tier_detection",
+    "clean_path",
+    "close_cloud_sessions",
+    "init_cloud_workspace",
+    "join",
+    "logical_folder_paths",
+    "open_cloud",
+    "open_local",
+]
+
+_CLOUD = "box_memory.store.boxmcp"
+
+
+def open_local(root: Path) -> Store:
+    """The store of a folder on this machine (a Box Drive folder or any folder)."""
+    from box_memory.store.local import LocalStore
+
+    return LocalStore(root)
+
+
+def open_cloud(folder_id: str, *, client: Any = None) -> CloudStore:
+    """The store of the Box folder `folder_id` (`--workspace box:<id>`). With `client`, that MCP
+    session is used and left open; otherwise the process's shared session opens on first use."""
+    from box_memory.store.boxmcp import CloudStore, open_cloud_store
+
+    if client is None:
+        return open_cloud_store(folder_id)
+    return CloudStore(str(folder_id), client=client, own_client=False)
+
+
+def init_cloud_workspace(name: str, **kwargs: Any) -> dict[str, Any]:
+    """Create (or reuse) a workspace folder on Box: see the cloud store's provisioning."""
+    from box_memory.store.boxmcp import init_cloud_workspace as provision
+
+    return provision(name, **kwargs)
+
+
+def close_cloud_sessions() -> list[str]:
+    """End every Box session this process opened and return the warnings the cloud stores
+    collected; nothing (and no import) when no cloud store was opened."""
+    cloud = sys.modules.get(_CLOUD)
+    return list(cloud.close_all()) if cloud is not None else []

@@ -6,9 +6,12 @@ cloud store (Box through Box MCP). Paths are POSIX, relative to the workspace ro
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from box_memory.errors import BoxMemoryError, InvalidInput
 
@@ -31,19 +34,113 @@ class Entry:
 
 
 class Store(Protocol):
-    kind: str  # "local" | "cloud"
+    """Everything the layers above may ask of a store; nothing else is probed for.
+
+    `kind` describes the backend ("local" | "cloud") for the config and `status`; callers never
+    branch on it: what differs between backends is a method here (a no-op or None where a backend
+    has nothing to do) or an optional capability below.
+    """
+
+    kind: str
+
+    @property
+    def local_root(self) -> Path | None:
+        """The folder on this machine the workspace is (None on Box cloud)."""
+        ...
 
     def describe(self) -> str: ...
     def read_bytes(self, path: str) -> bytes: ...
+    def read_chunks(self, path: str, chunk_size: int = ...) -> Iterator[bytes | memoryview]:
+        """The file's bytes in chunks (a memoryview may be reused: consume it before the next)."""
+        ...
+
     def write_bytes(self, path: str, data: bytes) -> str | None: ...
     def create_bytes(self, path: str, data: bytes) -> str | None: ...
     def exists(self, path: str) -> bool: ...
     def stat(self, path: str) -> Entry | None: ...
+    def signature(self, path: str) -> str | None:
+        """What changes whenever `path` (a file, or a folder's entries) changes; None when it is
+        missing, "denied" when it may not be read."""
+        ...
+
     def list_dir(self, path: str) -> list[Entry]: ...
     def list_names(self, path: str) -> list[str]: ...
+    def listing_incomplete(self, path: str) -> str | None:
+        """Why the listing of folder `path` may be short, or None when it is complete.
+
+        Callers that would infer "deleted" from absence (brain-sync, index-rebuild) check this.
+        """
+        ...
+
+    def drop_listings(self) -> None:
+        """Forget listings cached for this command, so the next read sees other writers."""
+        ...
+
+    def prefetch(self, paths: Iterable[str]) -> int:
+        """Fetch many files at once ahead of reading them one by one (returns how many)."""
+        ...
+
+    def folder_id(self, path: str) -> str | None:
+        """The Box id of a workspace folder (None where items have no Box ids, or it is missing)."""
+        ...
+
     def mkdir(self, path: str) -> str | None: ...
     def move(self, src: str, dst: str) -> None: ...
+    def batch(self) -> AbstractContextManager[None]:
+        """Many new files in a row: durability may be deferred to `checkpoint()`."""
+        ...
+
+    def checkpoint(self) -> None:
+        """Make every file created so far in a `batch()` durable (before an index lists them)."""
+        ...
+
     def lock(self, *, writer: str, skill: str) -> AbstractContextManager[object]: ...
+    def lock_state(self) -> dict[str, Any] | None:
+        """Who holds the workspace lock and since when (for `status`; None when nobody does or the
+        backend does not report it)."""
+        ...
+
+
+# --- optional capabilities: checked only through the `as_*` functions below -----------------
+
+
+@runtime_checkable
+class MetadataSearch(Protocol):
+    """Structured filters answered by Box metadata search (Business+ tiers)."""
+
+    def metadata_search(
+        self, *, kind: str | None = None, status: str | None = None, team: str | None = None, limit: int = 200
+    ) -> list[dict[str, Any]] | None: ...
+
+
+@runtime_checkable
+class BoxTools(Protocol):
+    """Box MCP tools called by name (Box AI Q&A and extraction)."""
+
+    def has_tool(self, tool: str) -> bool: ...
+    def call(self, tool: str, args: dict[str, Any]) -> Any: ...
+
+
+@runtime_checkable
+class TierDetection(Protocol):
+    """A Box tier and its capabilities, detected again and written to the config."""
+
+    def redetect_tier(self) -> dict[str, Any] | None: ...
+
+
+def as_metadata_search(store: Store) -> MetadataSearch | None:
+    """The store as a metadata search, when it offers one (Box cloud), else None."""
+    return store if isinstance(store, MetadataSearch) else None
+
+
+def as_box_tools(store: Store) -> BoxTools | None:
+    """The store as a caller of Box tools by name (Box cloud), else None."""
+    return store if isinstance(store, BoxTools) else None
+
+
+def as_tier_detection(store: Store) -> TierDetection | None:
+    """The store as a Box tier detector (Box cloud), else None."""
+    return store if isinstance(store, TierDetection) else None
 
 
 def clean_path(path: str) -> str:
@@ -61,11 +158,21 @@ def join(*parts: str) -> str:
     return clean_path("/".join(p.strip("/") for p in parts if p))
 
 
-def listing_incomplete(store: object, path: str) -> str | None:
-    """Why the store's listing of folder `path` may be short, or None when it is complete.
+_FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
 
-    Only the cloud store can list short (a page that failed, paging the server did not describe);
-    callers that would infer "deleted" from absence (brain-sync, index-rebuild) must check this.
-    """
-    check = getattr(store, "listing_incomplete", None)
-    return check(path) if callable(check) else None
+
+def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
+    """`folder_ids` of the config as {workspace-relative folder path: Box id}."""
+    out: dict[str, str] = {}
+    if not isinstance(folder_ids, dict):
+        return out
+    for key, value in folder_ids.items():
+        if value is None or isinstance(value, bool) or not str(value).strip().isdigit():
+            continue
+        fid = str(value).strip()
+        if key in ("memories", "files", "companions", "teams"):
+            out[key] = fid
+        elif m := _FOLDER_KEY.match(str(key)):
+            team, part = m.group(1), m.group(2)
+            out[f"teams/{team}" if part == "root" else f"teams/{team}/{part}"] = fid
+    return out

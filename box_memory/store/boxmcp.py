@@ -54,7 +54,7 @@ from box_memory.mcp.payload import Pager, conflicts, listing, representation_pen
 from box_memory.model import now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.safeio import check_size, kind_for
-from box_memory.store.base import AlreadyExists, Entry, clean_path, join
+from box_memory.store.base import AlreadyExists, Entry, clean_path, join, logical_folder_paths
 
 __all__ = [
     "TEMPLATE_KEY",
@@ -90,7 +90,6 @@ TEMPLATE_SCOPE = "enterprise"
 SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
 LIST_FIELDS = ["type", "id", "name", "etag", "sha1", "size", "modified_at", "file_version"]
 RELEASED_AT = "1970-01-01T00:00:00.000Z"
-_FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
 _SCOPE_FOLDERS = ("memories", "files", "companions")
 MIB = 1024 * 1024
 PREFETCH_CONCURRENCY = 4
@@ -226,23 +225,6 @@ def _envelope_text(result: Any) -> str | None:
         return text_content("get_file_content", result)
     except BoxMemoryError:
         return None
-
-
-def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
-    """`folder_ids` of the config as {workspace-relative folder path: Box id}."""
-    out: dict[str, str] = {}
-    if not isinstance(folder_ids, dict):
-        return out
-    for key, value in folder_ids.items():
-        if value is None or isinstance(value, bool) or not str(value).strip().isdigit():
-            continue
-        fid = str(value).strip()
-        if key in ("memories", "files", "companions", "teams"):
-            out[key] = fid
-        elif m := _FOLDER_KEY.match(str(key)):
-            team, part = m.group(1), m.group(2)
-            out[f"teams/{team}" if part == "root" else f"teams/{team}/{part}"] = fid
-    return out
 
 
 def _logical_keys(teams: list[str]) -> dict[str, str]:
@@ -440,12 +422,37 @@ class CloudStore:
     def describe(self) -> str:
         return f"box:{self.root_id}"
 
+    @property
+    def local_root(self) -> Path | None:
+        return None  # nothing of the workspace is on this machine (the text cache is private)
+
+    def signature(self, path: str) -> str | None:
+        """From the listing this command holds: size, modified time, id, etag and sha1."""
+        try:
+            e = self.stat(path)
+        except Unreadable:
+            return "denied"
+        return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # every upload is durable when Box answers
+
+    def checkpoint(self) -> None:
+        pass
+
+    def lock_state(self) -> dict[str, Any] | None:
+        return None  # `status` reports the local lock file only, not the Box lease
+
     # -- listings and path resolution -------------------------------------------------------
 
     def drop_listings(self) -> None:
-        """Forget every cached listing (folder ids stay): the next read sees other writers."""
+        """Forget every cached listing (folder ids stay): the next read sees other writers. A
+        session that was ended elsewhere (a long-lived server between tool calls) is reopened on
+        next use."""
         self._listings.clear()
         self._prefetched = False
+        if self._client is not None and not getattr(self._client, "is_open", True):
+            self._client = None
 
     def _list(self, folder_id: str, first: Any = None) -> dict[str, dict[str, Any]]:
         """The folder's items by name (every page), listed once per command; `first` is a first

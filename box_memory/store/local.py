@@ -6,15 +6,23 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from box_memory.errors import BackendUnavailable, FileBusy, LockBusy, NotFound, Unreadable
+from box_memory.errors import BackendUnavailable, FileBusy, InvalidInput, LockBusy, NotFound, Unreadable
 from box_memory.model import now_iso, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
-from box_memory.safeio import RETRY_DELAYS_S, ReadFailed, injected_failure, kind_for, read_regular
+from box_memory.safeio import (
+    RETRY_DELAYS_S,
+    ReadFailed,
+    injected_failure,
+    kind_for,
+    open_regular,
+    read_regular,
+)
 from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 # secrets, socket and threading are imported where the write path needs them: read-only
@@ -58,6 +66,10 @@ class LocalStore:
 
     def describe(self) -> str:
         return str(self.root)
+
+    @property
+    def local_root(self) -> Path:
+        return self.root
 
     def _p(self, path: str) -> Path:
         """The on-disk path: an NFC name from an index or the user finds an NFD name on disk."""
@@ -132,6 +144,29 @@ class LocalStore:
             if not os.access(self._p(path), os.R_OK):
                 raise Unreadable(f"{path} is not readable (permission denied)") from None
             raise
+
+    def read_chunks(self, path: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes | memoryview]:
+        """The file's bytes chunk by chunk (companions hash large binaries). Symlinks are
+        resolved and must stay inside the workspace; only a regular file is read (a FIFO or a
+        device in place of a binary is refused, never waited on or read as 0 bytes)."""
+        real_root = self.root.resolve()
+        real = Path(os.path.realpath(resolve_nfc(real_root, clean_path(path))))
+        if real != real_root and real_root not in real.parents:
+            raise InvalidInput(f"{path} resolves outside the workspace ({real}); refusing to follow it")
+        return self._chunks(real, chunk_size, path)
+
+    @staticmethod
+    def _chunks(real: Path, chunk_size: int, label: str) -> Iterator[bytes | memoryview]:
+        fd, _ = open_regular(real, label, follow=False)
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            buf = bytearray(chunk_size)
+            view = memoryview(buf)
+            while n := f.readinto(buf):
+                yield view[:n]  # a view of the one buffer: consumed before the next read
+
+    def prefetch(self, paths: Iterable[str]) -> int:
+        """Nothing to fetch ahead: files are read straight from the disk."""
+        return 0
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -238,6 +273,19 @@ class LocalStore:
         except PermissionError:
             raise Unreadable(f"{path} is not readable (permission denied)") from None
 
+    def signature(self, path: str) -> str | None:
+        """One `os.stat` (inode, size, mtime and ctime in ns: an atomic replace always gets a new
+        inode, even within one clock tick)."""
+        root = self.root
+        try:
+            # os.stat on a joined string: one syscall, no Path objects on the warm path.
+            st = os.stat(os.path.join(root, path) if path else root)  # noqa: PTH116, PTH118
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except PermissionError:
+            return "denied"  # a team boundary: re-checked on every call, read once it opens
+        return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
     def stat(self, path: str) -> Entry | None:
         p = self._p(path)
         try:
@@ -277,6 +325,15 @@ class LocalStore:
         except PermissionError:
             raise Unreadable(f"{path or '.'}/ is not readable (permission denied)") from None
 
+    def listing_incomplete(self, path: str) -> str | None:
+        return None  # a local listing is the folder itself
+
+    def drop_listings(self) -> None:
+        """Nothing to drop: the one cached listing is revalidated by the folder's mtime."""
+
+    def folder_id(self, path: str) -> str | None:
+        return None  # local items have no Box ids
+
     def mkdir(self, path: str) -> str | None:
         self._new(path).mkdir(parents=True, exist_ok=True)
         return None
@@ -287,6 +344,29 @@ class LocalStore:
         if d.exists() or (other := self._taken(d)) is not None:
             raise AlreadyExists(f"{dst} already exists" + (f" (as {other})" if not d.exists() else ""))
         s.rename(d)
+
+    def lock_state(self) -> dict[str, Any] | None:
+        """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next
+        writer); None when nobody holds it."""
+        st = self.stat(LOCK_NAME)
+        if st is None:
+            return None
+        body: dict[str, Any] = {}
+        with contextlib.suppress(Exception):
+            loaded = orjson.loads(self.read_bytes(LOCK_NAME))
+            body = loaded if isinstance(loaded, dict) else {}
+        renewed = parse_time(body.get("renewed_at"))
+        last = max(renewed.timestamp() if renewed else 0.0, st.modified)
+        age = max(0.0, time.time() - last)
+        stale_after = lock_settings()[0]
+        return {
+            "writer": body.get("writer"),
+            "skill": body.get("skill"),
+            "pid": body.get("pid"),
+            "host": body.get("host"),
+            "age_s": round(age, 1),
+            "stale": age >= stale_after,
+        }
 
     def sweep_temp(self, older_than: float) -> int:
         """Remove temp files left by killed writers (the lock holder runs this; returns how many).
