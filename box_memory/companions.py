@@ -40,6 +40,7 @@ from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, valid
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
+from box_memory.result import Result
 from box_memory.safeio import UnreadableFile
 from box_memory.store.base import Entry, as_box_tools, clean_path, join
 from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
@@ -719,10 +720,32 @@ def stale_report(
     return rows, len(comps), problems
 
 
-def check_companion(
-    ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None
-) -> dict[str, Any]:
-    """current | stale | orphaned | missing for FILE (the newest live companion decides)."""
+INTEGRITY_EXIT = 6  # a finding (stale, orphaned, missing), not a failure (cli.md exit codes)
+
+
+def stale_list(ws: Workspace, team: str | None = None) -> Result:
+    """The `companion --stale` service: every stale or orphaned companion (exit 6 if any)."""
+    rows, checked, problems = stale_report(ws)
+    if team is not None:
+        ws.require_team(team)
+        rows = [r for r in rows if str(r["path"]).startswith(f"teams/{team}/")]
+    data = {"checked": checked, "stale": rows, "count": len(rows)}
+    return Result(data, warnings=problems, exit_code=INTEGRITY_EXIT if rows else 0)
+
+
+def check_companion(ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None) -> Result:
+    """The `companion --check` service: current | stale | orphaned | missing for FILE (the
+    newest live companion decides); exit 6 unless current."""
+    data = _check(ws, file, team=team, cwd=cwd)
+    warnings = []
+    if data.get("others"):
+        warnings.append(
+            f"{data['binary']} has other live companions: " + ", ".join(o["path"] for o in data["others"])
+        )
+    return Result(data, warnings=warnings, exit_code=0 if data["state"] == "current" else INTEGRITY_EXIT)
+
+
+def _check(ws: Workspace, file: str, *, team: str | None, cwd: Path | None) -> dict[str, Any]:
     binary = resolve_binary(ws, file, team=team, cwd=cwd)
     comps = companions_for(ws, binary.path)
     exists = stat_binary(ws, binary.path) is not None
@@ -907,7 +930,7 @@ def _user_body(title: str, content: str | bytes, cf: dict[str, Any], previous: C
     return body
 
 
-def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
+def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
     """Write (or refresh) FILE's companion; an up-to-date one is returned untouched unless `force`.
 
     Everything is validated and the binary hashed before the lock is taken (hashing a large file
@@ -981,7 +1004,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
         if old is not None:
             st = state_of(ws, old, digest)
             if st["state"] == "current" and not req.force:
-                return {
+                unchanged = {
                     **info,
                     "action": "unchanged",
                     "state": "current",
@@ -991,8 +1014,8 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
                     "folder": old.folder + "/",
                     "supersedes": None,
                     "archived": None,
-                    "warnings": warnings,
                 }
+                return Result(unchanged, warnings=warnings)
             state_before = st["state"]
             old_mem = check_supersedable(read_memory(ws, old.path))
         else:
@@ -1061,7 +1084,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
             ws.store.mkdir(folder)
         done = commit_memory(ws, idx, meta, body, filename, old=supersede)
 
-    return {
+    written = {
         **info,
         "action": "superseded" if old is not None else "created",
         "state_before": state_before,
@@ -1076,5 +1099,5 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> dict[str, Any]:
         "archived": supersede.archive_to if supersede is not None else None,
         "ai_extracted": extracted is not None,
         "extracted": cf.get("extracted"),
-        "warnings": [*warnings, *done.warnings],
     }
+    return Result(written, warnings=[*warnings, *done.warnings])

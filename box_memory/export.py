@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
 from box_memory.errors import BoxMemoryError, InvalidInput
 from box_memory.model import HIDDEN_STATUSES, parse_time
+from box_memory.result import Result
 from box_memory.store.base import join
 from box_memory.workspace import Workspace
 
@@ -119,3 +121,61 @@ def write_zip(items: list[Exported], dest: Any) -> None:
         for x in items:
             zf.writestr(str(x.record["path"]), x.raw)
         zf.writestr("export.jsonl", b"".join(jsonl_lines(items)))
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    format: str = "jsonl"
+    output: Path | None = None  # None: jsonl to `stdout`
+    include_superseded: bool = False
+    since: str | None = None
+
+    def check(self, *, to_stdout: bool) -> dt.datetime | None:
+        """Refuse a bad combination before anything is opened; returns the `since` cut-off."""
+        if self.format not in EXPORT_FORMATS:
+            raise InvalidInput(f"unknown export format {self.format!r} (expected jsonl or markdown-zip)")
+        if self.output is None and (self.format != "jsonl" or not to_stdout):
+            raise InvalidInput(
+                "--output FILE is required for markdown-zip and with --json (stdout carries the envelope)"
+            )
+        if self.output is not None and self.output.is_dir():
+            raise InvalidInput(f"--output {self.output} is a folder; name a file")
+        return parse_since(self.since)
+
+
+def export_memories(ws: Workspace, req: ExportRequest, stdout: BinaryIO | None = None) -> Result:
+    """The `export` service: write the memories to `req.output` (through a temporary file renamed
+    into place) or, jsonl only, to `stdout`; the result counts them."""
+    cutoff = req.check(to_stdout=stdout is not None)
+    output = req.output
+    items, warnings = iter_memories(ws, include_superseded=req.include_superseded, since=cutoff)
+    if output is None:
+        assert stdout is not None  # checked above
+        for line in jsonl_lines(items):
+            stdout.write(line)
+        stdout.flush()
+    else:
+        tmp = output.with_name(f".{output.name}.partial")
+        try:
+            if req.format == "jsonl":
+                with tmp.open("wb") as fh:
+                    for line in jsonl_lines(items):
+                        fh.write(line)
+            else:
+                write_zip(items, tmp)
+            tmp.replace(output)
+        finally:
+            tmp.unlink(missing_ok=True)
+    by_status: dict[str, int] = {}
+    for x in items:
+        s = str(x.record["frontmatter"].get("status"))
+        by_status[s] = by_status.get(s, 0) + 1
+    data = {
+        "format": req.format,
+        "output": str(output) if output is not None else None,
+        "count": len(items),
+        "by_status": by_status,
+        "include_superseded": req.include_superseded,
+        "since": req.since,
+    }
+    return Result(data, warnings=warnings)

@@ -42,6 +42,7 @@ from box_memory import frontmatter
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, validate_title
 from box_memory.model import KINDS, STATUSES, now_iso, parse_time
+from box_memory.result import Result
 from box_memory.safeio import UnreadableFile, open_regular, read_regular
 from box_memory.workspace import Workspace
 
@@ -826,3 +827,22 @@ def read_claude_code_file(path: Path) -> Iterator[SourceItem]:
     for item in read_claude_code(path.parent):
         if item.ref == str(path) or item.ref.startswith(str(path) + "#"):
             yield item
+
+
+def import_memories(
+    ws: Workspace,
+    source: Path,
+    *,
+    fmt: str | None = None,
+    team: str | None = None,
+    dry_run: bool = False,
+) -> Result:
+    """The `import` service: the report's data; exit 1 when no item could be imported."""
+    report = run_import(ws, source, fmt=fmt, team=team, dry_run=dry_run)
+    data = report.as_dict()
+    warnings = [f"{e['ref']}: {e['reason']}" for e in report.errors] + report.warnings
+    written = data["would_import"] if dry_run else data["imported"]
+    if written == 0 and data["already_imported"] == 0:
+        errors = [{"code": "nothing_imported", "message": "no item of the source could be imported"}]
+        return Result(data, warnings=warnings, errors=errors, exit_code=1, status="error")
+    return Result(data, warnings=warnings)

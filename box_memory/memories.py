@@ -50,6 +50,7 @@ from box_memory.model import (
     parse_time,
 )
 from box_memory.names import conflict_copies, fit_slug
+from box_memory.result import Result
 from box_memory.safeio import LIMITS, human
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace
@@ -750,7 +751,7 @@ def _commit_prepared(
         # A retry of a supersede whose new memory landed (its bookkeeping perhaps not): done.
         prior = _earlier_supersede(ws, idx, old, kind, base, title, p.status, tags, p.content)
         if prior is not None:
-            return {**prior, "team": ws.team_of(team), "folder": folder + "/", "warnings": warnings}
+            return {**prior, "team": ws.team_of(team), "folder": folder + "/"}
         check_supersedable(old.mem)
     if save and not req.supersedes and not req.new_slug:
         # A retry of a write whose memory landed (its index perhaps not): done, not a duplicate.
@@ -758,7 +759,7 @@ def _commit_prepared(
             ws, idx, same, memory_filename(kind, base), title, kind, p.status, tags, p.content
         )
         if prior is not None:
-            return {**prior, "team": ws.team_of(team), "folder": folder + "/", "warnings": warnings}
+            return {**prior, "team": ws.team_of(team), "folder": folder + "/"}
     if (
         same is not None
         and str(same.get("title", "")).casefold() == title.casefold()
@@ -841,15 +842,16 @@ def _commit_prepared(
         "supersedes": req.supersedes,
         **({"inherited": inherited} if inherited else {}),
         **({"kind_changed_from": kind_changed_from} if kind_changed_from else {}),
-        "warnings": warnings,
     }
 
 
-def write_memory(ws: Workspace, req: WriteRequest) -> dict[str, Any]:
+def write_memory(ws: Workspace, req: WriteRequest) -> Result:
     """Validate everything first, then under the lock: memory file, superseded file, indexes, rollup."""
     p = prepare_write(ws, req)
+    warnings: list[str] = []
     with ws.store.lock(writer=req.agent or "box-memory", skill="write"):
-        return _commit_prepared(ws, p, {}, [])
+        data = _commit_prepared(ws, p, {}, warnings)
+    return Result(data, warnings=warnings)
 
 
 BATCH_SAVE_EVERY = 2000  # a long batch saves its indexes this often (index-rebuild covers a crash)
@@ -946,8 +948,9 @@ def _archived_links(ws: Workspace, archive: dict[str, str]) -> dict[str, dict[st
     return rows
 
 
-def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, Any]:
-    """One memory read from its file, found through the recall cache (see `recall.lookup`)."""
+def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> Result:
+    """One memory read from its file, found through the recall cache (see `recall.lookup`); a
+    superseded one is returned with a warning naming the current memory."""
     from box_memory.recall import lookup
 
     archive: dict[str, str] = {}
@@ -1006,5 +1009,6 @@ def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> dict[str, A
             result["companion_state"] = state
             if state != "current":
                 warnings = [*warnings, stale_warning(mem.title, state)]
-    result["warnings"] = warnings
-    return result
+    if result.get("current_id"):
+        warnings = [*warnings, f"memory {mem.id} is superseded; the current memory is {result['current_id']}"]
+    return Result(result, warnings=warnings)

@@ -524,9 +524,6 @@ def _rebuild(
             ws.config = load_config(ws.store)
             targets = target_folders(ws, folder, team, companions_only)
             report = _run(ws, targets, full=full, check=False, memo=memo)
-    report["stale_companions"], note = _companion_report(ws, targets, scoped=not full and not companions_only)
-    if note:
-        report["notes"].append(note)
     return report
 
 
@@ -797,20 +794,3 @@ def _rollup_check(ws: Workspace, scans: list[FolderScan]) -> dict[str, Any]:
         "changed": len(d["changed"]),
         "drift": bool(d["added"] or d["removed"] or d["changed"]),
     }
-
-
-def _companion_report(
-    ws: Workspace, targets: list[str], *, scoped: bool
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Stale and orphaned companions, from the companions module (hashes the binaries)."""
-    try:
-        from box_memory.companions import stale_companions
-    except ImportError:
-        return [], "companion staleness not checked (companion support is not installed)"
-    try:
-        found = [dict(c) for c in stale_companions(ws)]
-    except InvalidFile as e:  # a broken index (reported above); --check cannot repair it first
-        return [], f"companion staleness not checked: {e}"
-    if scoped:
-        found = [c for c in found if any(str(c.get("path", "")).startswith(t + "/") for t in targets)]
-    return found, None

@@ -29,6 +29,7 @@ from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
 from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
+from box_memory.result import Result
 from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace import Workspace
 
@@ -93,6 +94,15 @@ class RecallResult:
         self.data = data
         self.warnings = warnings
         self.marks = marks
+
+    @property
+    def result(self) -> Result:
+        """The service result: folders this user may not read are a quiet warning (--verbose)."""
+        from box_memory.recall_cache import UNREADABLE
+
+        loud = [w for w in self.warnings if not w.startswith(UNREADABLE)]
+        quiet = [w for w in self.warnings if w.startswith(UNREADABLE)]
+        return Result(self.data, warnings=loud, quiet_warnings=quiet)
 
 
 class Filters:

@@ -30,19 +30,21 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from box_memory import __version__
-from box_memory.cli.output import Outcome, close_backends, one_line
+from box_memory import __version__, result
 from box_memory.errors import BoxMemoryError, InvalidInput
 from box_memory.model import KINDS, STATUSES, WRITABLE_STATUSES
 from box_memory.recall import BRAIN_LIMIT, DEFAULT_LIMIT
+from box_memory.result import Result
+from box_memory.store import close_cloud_sessions
 from box_memory.workspace import Workspace
 
 log = logging.getLogger("box_memory.server")
@@ -84,6 +86,7 @@ RESULT_SCHEMA: dict[str, Any] = {
     },
     "required": ["status", "exit_code", "data", "warnings", "errors"],
 }
+TOOL_RESULT_KEYS = ("status", "exit_code", "data", "warnings", "errors")  # of the envelope
 
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
@@ -184,7 +187,7 @@ class BrainSearchArgs(_Args):
 # --- the tools --------------------------------------------------------------------------------
 
 
-def _recall(ws: Workspace, a: RecallArgs) -> Outcome:
+def _recall(ws: Workspace, a: RecallArgs) -> Result:
     from box_memory.recall import RecallRequest, recall
 
     res = recall(
@@ -203,20 +206,19 @@ def _recall(ws: Workspace, a: RecallArgs) -> Outcome:
             brain=a.brain,
         ),
     )
-    return Outcome(res.data, warnings=res.warnings)
+    return res.result
 
 
-def _get(ws: Workspace, a: GetArgs) -> Outcome:
+def _get(ws: Workspace, a: GetArgs) -> Result:
     from box_memory.memories import get_memory
 
-    res = get_memory(ws, a.ref, history=a.history)
-    return Outcome(res, warnings=res.pop("warnings", []))
+    return get_memory(ws, a.ref, history=a.history)
 
 
-def _write(ws: Workspace, a: WriteArgs) -> Outcome:
+def _write(ws: Workspace, a: WriteArgs) -> Result:
     from box_memory.memories import WriteRequest, write_memory
 
-    res = write_memory(
+    return write_memory(
         ws,
         WriteRequest(
             content=a.content,
@@ -233,38 +235,32 @@ def _write(ws: Workspace, a: WriteArgs) -> Outcome:
             new_slug=a.new_slug,
         ),
     )
-    warnings = res.pop("warnings", [])
-    return Outcome(res, warnings=warnings)
 
 
-def _companion_check(ws: Workspace, a: CompanionCheckArgs) -> Outcome:
-    # The command's own builder: same data, warnings and exit code (6 unless current).
-    from box_memory.cli.companion_cmd import _check
+def _companion_check(ws: Workspace, a: CompanionCheckArgs) -> Result:
+    from box_memory.companions import check_companion
 
-    return _check(ws, a.file, a.team)
-
-
-def _index_rebuild(ws: Workspace, a: IndexRebuildArgs) -> Outcome:
-    from box_memory.cli.index_cmds import outcome
-    from box_memory.rebuild import rebuild
-
-    return outcome(rebuild(ws, a.folder, team=a.team, check=a.check, companions_only=a.companions_only))
+    return check_companion(ws, a.file, team=a.team)
 
 
-def _status(ws: Workspace, a: StatusArgs) -> Outcome:
-    from box_memory.cli.status_cmd import _warnings, quiet_warnings
-    from box_memory.status import workspace_status
+def _index_rebuild(ws: Workspace, a: IndexRebuildArgs) -> Result:
+    from box_memory.index_rebuild import index_rebuild
 
-    data = workspace_status(ws, check_indexes=a.check_indexes)
-    return Outcome(data, warnings=_warnings(data), verbose_warnings=quiet_warnings(data))
+    return index_rebuild(ws, a.folder, team=a.team, check=a.check, companions_only=a.companions_only)
 
 
-def _brain_search(ws: Workspace, a: BrainSearchArgs) -> Outcome:
+def _status(ws: Workspace, a: StatusArgs) -> Result:
+    from box_memory.status import status
+
+    return status(ws, check_indexes=a.check_indexes)
+
+
+def _brain_search(ws: Workspace, a: BrainSearchArgs) -> Result:
     # The same seam recall's "Box Brain (source-backed)" section reads, so both always agree.
     from box_memory.recall import brain_hits
 
     hits = brain_hits(ws, a.query, a.limit)
-    return Outcome({"query": a.query, "limit": a.limit, "count": len(hits), "hits": hits})
+    return Result({"query": a.query, "limit": a.limit, "count": len(hits), "hits": hits})
 
 
 @dataclass(frozen=True)
@@ -273,7 +269,7 @@ class ToolSpec:
     title: str
     description: str
     args: type[_Args]
-    run: Callable[[Workspace, Any], Outcome]
+    run: Callable[[Workspace, Any], Result]
     read_only: bool
     idempotent: bool
     untrusted: bool  # the result carries memory or document text
@@ -411,6 +407,16 @@ def _arg_problem(tool: str, e: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
+def tool_result(name: str, res: Result, started: float, *, untrusted: bool = False) -> dict[str, Any]:
+    """A tool's structured result: the command envelope's status, exit_code, data, warnings and
+    errors (the same `result.envelope` the CLI prints), after the boundary note when the data holds
+    untrusted text."""
+    env = result.envelope(name, res, round((time.perf_counter() - started) * 1000))
+    out: dict[str, Any] = {"boundary": BOUNDARY} if untrusted else {}
+    out.update((k, env[k]) for k in TOOL_RESULT_KEYS)
+    return out
+
+
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
     """What the CLI's --json would print for the same value (dates and paths as strings)."""
     out: dict[str, Any] = orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str))
@@ -472,6 +478,7 @@ class MemoryServer:
         spec = TOOLS_BY_NAME.get(name)
         if spec is None:
             raise UnknownTool(name)
+        started = time.perf_counter()
         try:
             try:
                 args = spec.args.model_validate(arguments or {})
@@ -484,37 +491,26 @@ class MemoryServer:
                     code="busy",
                 )
             try:
-                outcome = spec.run(self.workspace(), args)
+                res = spec.run(self.workspace(), args)
             finally:
                 try:
-                    extra = close_backends()
+                    extra = close_cloud_sessions()
+                except Exception:  # closing must never turn a finished call into a failure
+                    extra = []
                 finally:
                     self._mutex.release()
-            outcome.warnings = [in_tool_terms(w, spec.args) for w in (*outcome.warnings, *extra)]
+            res = res.warned(*extra)
+            res = replace(res, warnings=[in_tool_terms(w, spec.args) for w in res.warnings])
         except BoxMemoryError as e:
-            return self._error(e.code, e.exit_code, in_tool_terms(str(e), spec.args)), True
+            return self._error(name, e.code, e.exit_code, in_tool_terms(str(e), spec.args)), True
         except Exception as e:  # a bug still answers the call; the traceback goes to the log
             log.exception("tool %s failed", name)
-            return self._error("internal_error", 1, f"{type(e).__name__}: {e}"), True
-        result: dict[str, Any] = {"boundary": BOUNDARY} if spec.untrusted else {}
-        result.update(
-            status=outcome.status,
-            exit_code=outcome.exit_code,
-            data=outcome.data,
-            warnings=[*outcome.warnings, *outcome.verbose_warnings],
-            errors=outcome.errors,
-        )
-        return _json_safe(result), False
+            return self._error(name, "internal_error", 1, f"{type(e).__name__}: {e}"), True
+        return _json_safe(tool_result(name, res, started, untrusted=spec.untrusted)), False
 
     @staticmethod
-    def _error(code: str, exit_code: int, message: str) -> dict[str, Any]:
-        return {
-            "status": "error",
-            "exit_code": exit_code,
-            "data": {},
-            "warnings": [],
-            "errors": [{"code": code, "message": one_line(message)}],
-        }
+    def _error(name: str, code: str, exit_code: int, message: str) -> dict[str, Any]:
+        return tool_result(name, result.failure(code, message, exit_code), time.perf_counter())
 
     # -- MCP wiring ------------------------------------------------------------------------
 
@@ -537,22 +533,22 @@ class MemoryServer:
             # A call that overruns the limit is answered with an error and left to finish on its
             # worker thread (a thread cannot be killed); later calls are not held behind it.
             with anyio.fail_after(limit):
-                result, is_error = await anyio.to_thread.run_sync(
+                structured, is_error = await anyio.to_thread.run_sync(
                     self.call, params.name, params.arguments, abandon_on_cancel=True
                 )
         except UnknownTool:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         except TimeoutError:
             msg = f"{params.name} did not finish within {limit:g}s (BOX_MEMORY_TOOL_TIMEOUT_S)"
-            result, is_error = self._error("timeout", 1, msg), True
+            structured, is_error = self._error(params.name, "timeout", 1, msg), True
         if is_error:
-            err = result["errors"][0]
+            err = structured["errors"][0]
             text = f"{err['code']}: {err['message']}"
         else:
-            text = orjson.dumps(result).decode()
+            text = orjson.dumps(structured).decode()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
-            structured_content=result,
+            structured_content=structured,
             is_error=is_error,
         )
 

@@ -13,9 +13,10 @@ from typing import Any
 from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
 from box_memory.model import parse_time
+from box_memory.result import Result
 from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
-from box_memory.workspace import INDEX_NAME, Workspace
+from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
 RECENT = 5
 TOP_TAGS = 5
@@ -84,6 +85,68 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     total = sum(len(i.entries) for i in indexes)
     lagging = (t is None or (newest is not None and newest > t)) or roll.get("entry_count") != total
     return {"state": "lagging" if lagging else "ok", "updated_at": roll.get("updated_at"), "entries": total}
+
+
+def status(
+    ws: Workspace, *, check_indexes: bool = False, refresh: bool = False, cache: bool = False
+) -> Result:
+    """The `status` service: the snapshot, its warnings, and (`refresh`) the Box tier detected
+    again and saved; `cache` adds the recall cache's file and size."""
+    refreshed: dict[str, Any] | None = None
+    notes: list[str] = []
+    if refresh:
+        from box_memory.store import as_tier_detection
+
+        tiered = as_tier_detection(ws.store)
+        if tiered is None:
+            notes.append("--refresh: a local workspace has no Box tier to detect")
+        else:
+            with ws.store.lock(writer="box-memory", skill="status"):
+                refreshed = tiered.redetect_tier()
+            ws = Workspace(ws.store, load_config(ws.store))  # the config as written
+    data = workspace_status(ws, check_indexes=check_indexes)
+    if refreshed is not None:
+        data["tier_refresh"] = refreshed
+        if refreshed["changed"]:
+            notes.append(f"Box tier now {refreshed['tier']} (was {refreshed['previous_tier']}); saved")
+    if cache:
+        from box_memory.recall_cache import cache_info
+
+        data["recall_cache"] = cache_info(ws)
+    return Result(data, warnings=[*notes, *_warnings(data)], quiet_warnings=quiet_warnings(data))
+
+
+def quiet_warnings(d: dict[str, Any]) -> list[str]:
+    """Shown with --verbose and always in --json: folders this user may not read."""
+    from box_memory.recall_cache import unreadable_warning
+
+    return [unreadable_warning(d["unreadable"])] if d.get("unreadable") else []
+
+
+def _warnings(d: dict[str, Any]) -> list[str]:
+    h = d["index_health"]
+    out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
+    out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
+    out += [
+        f"sync conflict copy {c} from another machine (index-rebuild merges it; nothing is deleted)"
+        for c in h["conflict_copies"]
+    ]
+    if h["rollup"]["state"] not in ("ok", "lagging"):
+        out.append(f"rollup _index.json is {h['rollup']['state']}")
+    check = d.get("index_check")
+    if check and check["drift"]:
+        out.append(
+            f"index check: {check['added']} added, {check['removed']} removed, {check['changed']} changed"
+        )
+    comp = d.get("companions") or {}
+    if comp.get("stale") or comp.get("orphaned"):
+        out.append(
+            f"{comp['stale']} stale and {comp['orphaned']} orphaned companion(s): "
+            + ", ".join(f"{i['path']} ({i['state']})" for i in comp["items"][:5])
+        )
+    if check and check["duplicate_ids"]:
+        out.append(f"index check: {len(check['duplicate_ids'])} duplicate memory id(s)")
+    return out
 
 
 def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str, Any]:
@@ -194,9 +257,9 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         "unreadable": unreadable,
     }
     if check_indexes:
-        from box_memory.rebuild import rebuild
+        from box_memory.index_rebuild import rebuild_report
 
-        report = rebuild(ws, check=True)
+        report = rebuild_report(ws, check=True)
         data["index_check"] = {
             "drift": report["drift"],
             "added": len(report["diff"]["added"]),

@@ -17,6 +17,7 @@ from box_memory.ids import validate_team
 from box_memory.index import LIVE, FolderIndex, refresh_rollup
 from box_memory.model import now_iso
 from box_memory.names import fold
+from box_memory.result import Result
 from box_memory.status import binaries, read_indexes
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace, ensure_scope_folders, load_config
@@ -55,7 +56,7 @@ def _team_folder_ids(ws: Workspace, name: str) -> dict[str, Any]:
     return {k: v for k, v in ws.config.folder_ids.items() if k.startswith(f"team_{name}_")}
 
 
-def create_team(ws: Workspace, name: str) -> dict[str, Any]:
+def create_team(ws: Workspace, name: str) -> Result:
     """Create `teams/<name>/` (memories, files, + companions in folder layout) and track it."""
     name = _check_name(name)
     with ws.store.lock(writer="box-memory", skill="team-create"):
@@ -80,7 +81,7 @@ def create_team(ws: Workspace, name: str) -> dict[str, Any]:
             ws.config.data["teams"] = [*ws.config.teams, name]
             ws.save_config()  # the commit point: the team exists once the config lists it
         refresh_rollup(ws)
-    return {
+    report = {
         "team": name,
         "existed": existed,
         "created": created,
@@ -88,6 +89,7 @@ def create_team(ws: Workspace, name: str) -> dict[str, Any]:
         "teams": ws.config.teams,
         "note": ISOLATION_NOTE.format(name=name),
     }
+    return Result(report)
 
 
 def _own_folders(ws: Workspace, name: str) -> list[str]:
@@ -126,17 +128,21 @@ def _has_files(ws: Workspace, path: str, depth: int = 3) -> bool:
     return False
 
 
-def list_teams(ws: Workspace) -> dict[str, Any]:
+def list_teams(ws: Workspace) -> Result:
     """Every tracked team with counts, plus team folders on disk that the config does not list."""
     indexes, problems = read_indexes(ws)
     rows = [_summary(ws, t, indexes) for t in ws.config.teams]
     on_disk = {e.name for e in ws.store.list_dir("teams") if e.is_dir}  # NFC names (LocalStore)
     tracked = {fold(t) for t in ws.config.teams}
     untracked = sorted(t for t in on_disk if fold(t) not in tracked and _has_files(ws, join("teams", t)))
-    return {"teams": rows, "untracked_folders": [f"teams/{t}/" for t in untracked], "problems": problems}
+    folders = [f"teams/{t}/" for t in untracked]
+    warnings = [
+        f"{f} is not in the config (finish with `box-memory team create` or `team remove`)" for f in folders
+    ]
+    return Result({"teams": rows, "untracked_folders": folders, "problems": problems}, warnings=warnings)
 
 
-def inspect_team(ws: Workspace, name: str) -> dict[str, Any]:
+def inspect_team(ws: Workspace, name: str) -> Result:
     """One team: counts by status and kind, most recent memories, top tags, files and companions."""
     name = _check_name(name)
     if name not in ws.config.teams:
@@ -155,7 +161,7 @@ def inspect_team(ws: Workspace, name: str) -> dict[str, Any]:
         for b in binaries(ws, folder):
             path = join(folder, b)
             files.append({"path": path, "companion": path in companion_for or b in companion_names})
-    return {
+    report = {
         **summary,
         "by_status": dict(sorted(Counter(str(e.get("status")) for e in entries).items())),
         "by_kind": dict(sorted(Counter(str(e.get("kind")) for e in entries).items())),
@@ -170,9 +176,10 @@ def inspect_team(ws: Workspace, name: str) -> dict[str, Any]:
         "files_list": files,
         "problems": [p for p in problems if ws.folder_team(p["folder"].rstrip("/")) == name],
     }
+    return Result(report)
 
 
-def team_conflicts(ws: Workspace, *, include_all: bool = False) -> dict[str, Any]:
+def team_conflicts(ws: Workspace, *, include_all: bool = False) -> Result:
     """Slugs and titles that appear in more than one team (live memories unless `include_all`)."""
     indexes, problems = read_indexes(ws)
     by_slug: dict[str, list[dict[str, Any]]] = {}
@@ -207,15 +214,16 @@ def team_conflicts(ws: Workspace, *, include_all: bool = False) -> dict[str, Any
         if several_teams(g) and not all(m["id"] in flagged for m in g)
     ]
     teams_in_conflict = {m["team"] for c in slugs + titles for m in c["memories"]}
-    return {
+    report = {
         "slugs": slugs,
         "titles": titles,
         "teams_without_conflicts": [t for t in ws.config.teams if t not in teams_in_conflict],
         "problems": problems,
     }
+    return Result(report)
 
 
-def remove_team(ws: Workspace, name: str) -> dict[str, Any]:
+def remove_team(ws: Workspace, name: str) -> Result:
     """Stop tracking a team and move `teams/<name>/` to `_archive/teams/<name>/`; delete nothing."""
     name = _check_name(name)
     with ws.store.lock(writer="box-memory", skill="team-remove"):
@@ -245,10 +253,11 @@ def remove_team(ws: Workspace, name: str) -> dict[str, Any]:
                 archived_to = join(ARCHIVE, f"{name}.{now_iso().replace(':', '').replace('-', '')}")
                 ws.store.move(src, archived_to)
         refresh_rollup(ws)
-    return {
+    report = {
         "team": name,
         "was_tracked": tracked,
         "archived_to": (archived_to + "/") if archived_to else None,
         "dropped_folder_ids": dropped_ids,
         "teams": ws.config.teams,
     }
+    return Result(report)

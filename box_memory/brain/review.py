@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory.brain.entry import clean_name
+from box_memory.result import Result
 
 REVIEW_EVERY_S = 6 * 3600
 MAX_CANDIDATES_PER_RUN = 50
@@ -676,7 +677,7 @@ def memory_request(cand: dict[str, Any], *, supersedes: str | None, team: str | 
 # accept / reject
 
 
-def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> dict[str, Any]:
+def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> Result:
     """Write the candidate as an append-only memory in `ws`; the candidate becomes accepted.
 
     A conflict supersedes the memory it contradicts. Accepting a newer candidate of the same kind
@@ -700,13 +701,11 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> dic
             if any(link["id"] == previous and link["status"] == "active" for link in links):
                 supersedes = previous
     written = write_memory(ws, memory_request(cand, supersedes=supersedes, team=team))
-    store.decide(cand_id, "accepted", written["id"])
-    return {"candidate": store.candidate(cand_id), "memory": written}
+    store.decide(cand_id, "accepted", written.data["id"])
+    return Result({"candidate": store.candidate(cand_id), "memory": written.data}, warnings=written.warnings)
 
 
-def edit(
-    store: Any, cand_id: int, *, title: str | None = None, statement: str | None = None
-) -> dict[str, Any]:
+def edit(store: Any, cand_id: int, *, title: str | None = None, statement: str | None = None) -> Result:
     """Change a proposed candidate's title and/or statement before it is accepted."""
     from box_memory.errors import InvalidInput
     from box_memory.ids import validate_title
@@ -723,10 +722,10 @@ def edit(
     if len(new_statement) > 20000:
         raise InvalidInput("the statement is longer than 20000 characters")
     store.update_candidate(cand_id, title=new_title, statement=new_statement)
-    return {"candidate": store.candidate(cand_id)}
+    return Result({"candidate": store.candidate(cand_id)})
 
 
-def reject(store: Any, cand_id: int) -> dict[str, Any]:
+def reject(store: Any, cand_id: int) -> Result:
     """Mark a candidate rejected; nothing is written anywhere else (it is not proposed again)."""
     from box_memory.errors import InvalidInput
 
@@ -734,4 +733,4 @@ def reject(store: Any, cand_id: int) -> dict[str, Any]:
     if cand["status"] != "proposed":
         raise InvalidInput(f"review candidate {cand_id} is already {cand['status']}")
     store.decide(cand_id, "rejected")
-    return {"candidate": store.candidate(cand_id)}
+    return Result({"candidate": store.candidate(cand_id)})

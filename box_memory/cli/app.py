@@ -90,15 +90,11 @@ class CliGroup(TyperGroup):
             return super().main(argv, prog_name, complete_var, False, **extra)
         except click.UsageError as e:
             from box_memory.cli.output import Opts, Outcome, emit
+            from box_memory.result import failure
 
             path = e.ctx.command_path.split(" ", 1)[1:] if e.ctx is not None else []
             command = path[0] if path else (next((a for a in argv if not a.startswith("-")), "box-memory"))
-            outcome = Outcome(
-                data={},
-                status="error",
-                exit_code=2,
-                errors=[{"code": "usage_error", "message": " ".join(e.format_message().split())}],
-            )
+            outcome = Outcome(failure("usage_error", e.format_message(), 2))
             emit(command, Opts(json=True), outcome, time.perf_counter())
             raise SystemExit(2) from None
 

@@ -15,6 +15,7 @@ import typer
 
 from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, opts
 from box_memory.cli.output import Outcome, escape, run
+from box_memory.result import Result
 
 auth_app = typer.Typer(
     name="auth",
@@ -117,7 +118,7 @@ def login_cmd(
             timeout=timeout,
             on_url=show,
         ).to_dict()
-        return Outcome(st, ["Signed in to Box.", *_status_lines(st)[1:]], warnings=warned)
+        return Outcome(Result(st, warnings=warned), ["Signed in to Box.", *_status_lines(st)[1:]])
 
     run("auth login", o, go)
 
@@ -169,7 +170,7 @@ def token_cmd(
 
             raise InvalidInput(f"--expires-in must be a number of seconds above 0, got {expires_in:g}")
         st = auth.store_token(_read_token(token_stdin), expires_in=expires_in).to_dict()
-        return Outcome(st, ["Stored the Box access token (it cannot be refreshed; it just expires)."])
+        return Outcome(Result(st), ["Stored the Box access token (it cannot be refreshed; it just expires)."])
 
     run("auth token", o, go)
 
@@ -183,7 +184,7 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         from box_memory.mcp import auth
 
         st = auth.status().to_dict()
-        return Outcome(st, _status_lines(st))
+        return Outcome(Result(st), _status_lines(st))
 
     run("auth status", o, go)
 
@@ -209,6 +210,6 @@ def logout_cmd(
         line = "Logged out of Box." if res.removed else "No stored Box credentials to remove."
         if res.revoked:
             line += f" Revoked: {', '.join(r.replace('_', ' ') for r in res.revoked)}."
-        return Outcome(data, [line], warnings=warnings)
+        return Outcome(Result(data, warnings=warnings), [line])
 
     run("auth logout", o, go)

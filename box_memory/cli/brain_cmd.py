@@ -14,6 +14,7 @@ import typer
 
 from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
 from box_memory.cli.output import Outcome, escape, run
+from box_memory.result import Result
 
 brain_app = typer.Typer(
     name="brain",
@@ -193,14 +194,14 @@ def brain_sync_cmd(
         if verbose:
             for r in report.runs:
                 lines += [f"  incomplete: {escape(x)}" for x in r.reasons]
-        return Outcome(
+        result = Result(
             {"runs": runs, "counts": totals, "status": report.status},
-            lines,
             warnings=warnings,
             status=report.status,
             exit_code=report.exit_code,
             errors=errors,
         )
+        return Outcome(result, lines)
 
     run("brain-sync", o, go)
 
@@ -217,7 +218,8 @@ def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | Non
         local = not workspace.startswith("box:")
         args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
     data = cron_line(args)
-    return Outcome(data, [data["line"]], warnings=data.pop("warnings"))
+    warnings = data.pop("warnings")
+    return Outcome(Result(data, warnings=warnings), [data["line"]])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,7 +269,8 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         data: dict[str, Any] = {"store": str(path), "exists": store is not None, "sources": []}
         if store is None:
             return Outcome(
-                data, ["No Box Brain yet - run `box-memory brain-sync --folder-id ID` or `--path DIR`."]
+                Result(data),
+                ["No Box Brain yet - run `box-memory brain-sync --folder-id ID` or `--path DIR`."],
             )
         with store:
             import datetime as dt
@@ -316,7 +319,7 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
             ],
             rows,
         )
-        return Outcome(data, lines, table=table)
+        return Outcome(Result(data), lines, table=table)
 
     run("brain status", o, go)
 
@@ -335,7 +338,7 @@ def runs_cmd(
     def go() -> Outcome:
         store = _store()
         if store is None:
-            return Outcome({"runs": []}, ["No runs yet."])
+            return Outcome(Result({"runs": []}), ["No runs yet."])
         with store:
             rows = store.runs(source_id=_source_id(store, source), limit=_limit(limit))
         table_rows = [
@@ -352,7 +355,7 @@ def runs_cmd(
             for r in rows
         ]
         return Outcome(
-            {"runs": rows},
+            Result({"runs": rows}),
             table=(
                 ["run", "source", "status", "started", "indexed", "unchanged", "deleted", "notes"],
                 table_rows,
@@ -386,7 +389,7 @@ def items_cmd(
             )
         store = _store()
         if store is None:
-            return Outcome({"items": []}, ["No items yet."])
+            return Outcome(Result({"items": []}), ["No items yet."])
         with store:
             rows = store.item_rows(source_id=_source_id(store, source), status=status, limit=_limit(limit))
         table_rows = [
@@ -399,7 +402,9 @@ def items_cmd(
             ]
             for r in rows
         ]
-        return Outcome({"items": rows}, table=(["source", "id", "status", "path", "note"], table_rows))
+        return Outcome(
+            Result({"items": rows}), table=(["source", "id", "status", "path", "note"], table_rows)
+        )
 
     run("brain items", o, go)
 
@@ -429,7 +434,7 @@ def review_cmd(
             raise InvalidInput(f"unknown candidate status {status!r} (proposed, accepted, rejected or all)")
         store = _store()
         if store is None:
-            return Outcome({"candidates": []}, ["Nothing to review."])
+            return Outcome(Result({"candidates": []}), ["Nothing to review."])
         with store:
             rows = store.candidates(
                 status=None if status == "all" else status,
@@ -449,7 +454,7 @@ def review_cmd(
                 lines.append(f'    [dim]{escape(name)} {escape(where)}: "{escape(ev["excerpt"])}"[/dim]')
         if not rows:
             lines.append("Nothing to review.")
-        return Outcome({"candidates": rows}, lines)
+        return Outcome(Result({"candidates": rows}), lines)
 
     run("brain review", o, go)
 
@@ -477,14 +482,13 @@ def accept_cmd(
         if store is None:
             raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
         with store:
-            res = accept(store, number, ws, team=team)
-        mem = res["memory"]
-        mem.pop("warnings", None)
+            result = accept(store, number, ws, team=team)
+        mem = result.data["memory"]
         lines = [f"Accepted #{number}: wrote [bold]{mem['id']}[/bold] {mem['kind']} '{escape(mem['title'])}'"]
         lines.append(f"  file: {mem['file']}")
         if mem.get("supersedes"):
             lines.append(f"  supersedes: {mem['supersedes']}")
-        return Outcome(res, lines)
+        return Outcome(result, lines)
 
     run("brain accept", o, go)
 
@@ -508,8 +512,8 @@ def reject_cmd(
         if store is None:
             raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
         with store:
-            res = reject(store, number)
-        return Outcome(res, [f"Rejected #{number}."])
+            result = reject(store, number)
+        return Outcome(result, [f"Rejected #{number}."])
 
     run("brain reject", o, go)
 
@@ -537,7 +541,7 @@ def purge_cmd(
             removed = store.purge_source(src)
         data = {"source": src.to_dict(), "removed": removed}
         return Outcome(
-            data,
+            Result(data),
             [
                 f"Purged {escape(src.label)} (source {src.id}): {removed['entries']} entries, "
                 f"{removed['items']} items, "
@@ -559,7 +563,7 @@ def _set_enabled(source: str, enabled: bool, o: Any) -> None:
             src = store.find_source(source)
             src = store.save_settings(src, src.settings.updated({"enabled": enabled}))
         word = "enabled" if enabled else "disabled (no more syncs; its entries stay until `brain purge`)"
-        return Outcome({"source": src.to_dict()}, [f"Source {src.id} {escape(src.label)} {word}"])
+        return Outcome(Result({"source": src.to_dict()}), [f"Source {src.id} {escape(src.label)} {word}"])
 
     run(f"brain source {'enable' if enabled else 'disable'}", o, go)
 
@@ -620,9 +624,9 @@ def review_edit_cmd(
             if new_title is None and new_body is None:
                 cand = store.candidate(number)
                 new_title, new_body = _in_editor(cand["title"], cand["statement"])
-            res = edit(store, number, title=new_title, statement=new_body)
-        c = res["candidate"]
-        return Outcome(res, [f"[bold]#{c['id']}[/bold] {escape(c['title'])}", escape(c["statement"])])
+            result = edit(store, number, title=new_title, statement=new_body)
+        c = result.data["candidate"]
+        return Outcome(result, [f"[bold]#{c['id']}[/bold] {escape(c['title'])}", escape(c["statement"])])
 
     run("brain review edit", o, go)
 

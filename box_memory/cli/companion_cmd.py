@@ -10,8 +10,6 @@ import typer
 from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
 from box_memory.cli.output import Outcome, escape, run
 
-INTEGRITY_EXIT = 6
-
 
 def register(app: typer.Typer) -> None:
     app.command("companion")(companion_cmd)
@@ -103,13 +101,13 @@ def _write(
 ) -> Outcome:
     from box_memory.companions import CompanionRequest, write_companion
 
-    res = write_companion(
+    result = write_companion(
         ws,
         CompanionRequest(
             file=file, body=body, tags=tags, team=team, force=force, agent=agent, extract=extract
         ),
     )
-    warnings = res.pop("warnings", [])
+    res = result.data
     action = res["action"]
     if action == "unchanged":
         lines = [
@@ -126,13 +124,14 @@ def _write(
         ]
         if res.get("supersedes"):
             lines.append(f"  supersedes: {res['supersedes']} (archived as {escape(res['archived'])})")
-    return Outcome(res, lines, warnings=warnings)
+    return Outcome(result, lines)
 
 
 def _check(ws: Any, file: str, team: str | None) -> Outcome:
     from box_memory.companions import check_companion
 
-    res = check_companion(ws, file, team=team)
+    result = check_companion(ws, file, team=team)
+    res = result.data
     state = res["state"]
     if state == "missing":
         line = f"missing: {escape(res['binary'])} has no companion (expected {escape(res['expected_path'])})"
@@ -143,27 +142,19 @@ def _check(ws: Any, file: str, team: str | None) -> Outcome:
         if state == "stale":
             why = escape(str(res.get("error") or "it cannot be read"))
             line += f", the binary is now {res['current']}" if res.get("current") else f"; {why}"
-    warnings = []
-    if res.get("others"):
-        warnings.append(
-            f"{res['binary']} has other live companions: " + ", ".join(o["path"] for o in res["others"])
-        )
-    return Outcome(res, [line], warnings=warnings, exit_code=0 if state == "current" else INTEGRITY_EXIT)
+    return Outcome(result, [line])
 
 
 def _stale(ws: Any, team: str | None) -> Outcome:
-    from box_memory.companions import stale_report
+    from box_memory.companions import stale_list
 
-    rows, checked, problems = stale_report(ws)
-    if team is not None:
-        ws.require_team(team)
-        rows = [r for r in rows if str(r["path"]).startswith(f"teams/{team}/")]
-    data = {"checked": checked, "stale": rows, "count": len(rows)}
-    lines = [f"{len(rows)} of {checked} companion(s) stale or orphaned"]
+    result = stale_list(ws, team)
+    rows = result.data["stale"]
+    lines = [f"{len(rows)} of {result.data['checked']} companion(s) stale or orphaned"]
     table = None
     if rows:
         table = (
             ["state", "companion", "binary", "id"],
             [[r["state"], escape(r["path"]), escape(str(r["binary"])), r["id"]] for r in rows],
         )
-    return Outcome(data, lines, warnings=problems, table=table, exit_code=INTEGRITY_EXIT if rows else 0)
+    return Outcome(result, lines, table=table)

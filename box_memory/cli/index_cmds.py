@@ -37,67 +37,16 @@ def index_rebuild_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.rebuild import rebuild
+        from box_memory.index_rebuild import index_rebuild
         from box_memory.workspace import open_workspace
 
         ws = open_workspace(o.workspace)
-        report = rebuild(ws, folder, team=team, check=check, companions_only=companions_only)
-        return outcome(report)
+        res = index_rebuild(ws, folder, team=team, check=check, companions_only=companions_only)
+        return Outcome(
+            res, _lines(res.data) + [f"[red]error:[/red] {escape(e['message'])}" for e in res.errors]
+        )
 
     run("index-rebuild", o, go)
-
-
-def outcome(report: dict[str, Any]) -> Outcome:
-    """Exit 6 for what a rebuild cannot settle (duplicate ids) and, with --check, for drift."""
-    check = report["check"]
-    warnings: list[str] = []
-    errors: list[dict[str, str]] = []
-    for d in report["duplicate_ids"]:
-        errors.append(
-            {
-                "code": "duplicate_id",
-                "message": f"duplicate id {d['id']}: {', '.join(d['paths'])}"
-                + (f" (indexed: {d['indexed']})" if d.get("indexed") else ""),
-            }
-        )
-    for orphan in report["orphans"]:
-        kept = f"; kept its last indexed entry {orphan['kept_entry']}" if orphan.get("kept_entry") else ""
-        warnings.append(f"orphan {orphan['path']}: {orphan['reason']}{kept}")
-    for c in report["slug_conflicts"]:
-        warnings.append(f"slug conflict in {c['folder']}: '{c['slug']}' is active in {', '.join(c['paths'])}")
-    for c in report["conflict_copies"]:
-        where = f"; archived to {c['archived_to']}" if c.get("archived_to") else ""
-        err = f" (unreadable: {c['error']})" if c.get("error") else ""
-        warnings.append(f"index conflict copy {c['path']} ({c['entries']} entries merged){err}{where}")
-    for p in report["interrupted_supersedes"]:
-        verb = "completed" if p.get("repaired") else "would complete"
-        warnings.append(f"interrupted supersede: {verb} {p['id']} -> superseded by {p['superseded_by']}")
-    for f in report["supersede_conflicts"]:
-        warnings.append(f"supersede conflict on {f['id']}: {f.get('reason') or f}")
-    for c in report["stale_companions"]:
-        warnings.append(f"{c.get('state', 'stale')} companion {c.get('path')} (binary {c.get('binary')})")
-    warnings.extend(report["notes"])
-    quietly: list[str] = []
-    if report.get("permission_denied"):
-        from box_memory.recall_cache import unreadable_warning
-
-        quietly.append(
-            unreadable_warning(report["permission_denied"]) + " (their index entries left as they were)"
-        )
-
-    drift = bool(report["drift"])
-    exit_code = 6 if errors or (check and drift) else 0
-    status = "error" if exit_code else "ok"
-    lines = _lines(report) + [f"[red]error:[/red] {escape(e['message'])}" for e in errors]
-    return Outcome(
-        report,
-        lines,
-        warnings=warnings,
-        status=status,
-        exit_code=exit_code,
-        errors=errors,
-        verbose_warnings=quietly,
-    )
 
 
 def _lines(r: dict[str, Any]) -> list[str]:

@@ -56,17 +56,6 @@ def _lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _deep_problem(r: dict[str, Any]) -> str:
-    """The first thing that made a deep check INCOMPATIBLE, as one line."""
-    for f in r.get("features") or []:
-        if f["verdict"] == "INCOMPATIBLE":
-            return f"{f['feature']}: {f.get('problem')}"
-    for s in (r.get("write_test") or {}).get("steps", []):
-        if not s["ok"]:
-            return f"write test failed at {s['step']}: {s.get('error')}"
-    return "Box MCP server is not usable"
-
-
 def mcp_check_cmd(
     url: Annotated[
         str | None,
@@ -117,25 +106,15 @@ def mcp_check_cmd(
             deep=deep or bool(write_test),
             write_test=write_test.strip() if write_test else None,
         ).to_dict()
-        if report["verdict"] in ("PASS", "DEGRADED"):
-            return Outcome(report, _lines(report))
-        code = report.get("error_code") or "incompatible"
-        message = report.get("error") or (
-            f"required Box tools missing: {', '.join(report['required_missing'])}"
-            if report["required_missing"]
-            else _deep_problem(report)
-        )
-        if not (report["reachable"] and report["auth_ok"]) and not o.json:
+        from box_memory.mcp.deepcheck import check_result
+
+        result = check_result(report)
+        if result.errors and not (report["reachable"] and report["auth_ok"]) and not o.json:
             # Unreachable or refused: one clear line on stderr, like every other command.
             from box_memory.errors import BackendUnavailable
 
-            raise BackendUnavailable(f"INCOMPATIBLE: {message}", code=str(code))
-        return Outcome(
-            report,
-            _lines(report),
-            status="error",
-            exit_code=4,
-            errors=[{"code": str(code), "message": f"INCOMPATIBLE: {message}"}],
-        )
+            err = result.errors[0]
+            raise BackendUnavailable(err["message"], code=err["code"])
+        return Outcome(result, _lines(report))
 
     run("mcp-check", o, go)

@@ -42,116 +42,34 @@ def init_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.errors import InvalidInput
+        from box_memory.init import InitRequest, init
 
-        chosen = backend or ("cloud" if parent is not None else "local")
-        if chosen == "cloud":
-            if path is not None:
-                raise InvalidInput("--path is for a local workspace; a cloud one takes --parent FOLDER_ID")
-            return init_cloud(name, parent, team or [], layout, reinit)
-        if chosen != "local":
-            raise InvalidInput(f"unknown backend {chosen!r} (expected local or cloud)")
-        return init_local(name, path, team or [], layout, reinit)
+        req = InitRequest(name, path, parent, backend, team or [], layout, reinit)
+        confirm = _confirm if sys.stdin.isatty() else None
+        result = init(req, confirm=confirm)
+        return Outcome(result, _init_lines(result.data))
 
     run("init", o, go)
 
 
-def init_local(name: str, path: Path | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
-    from box_memory.errors import InvalidInput
-    from box_memory.ids import validate_team, validate_title
-    from box_memory.store import open_local
-    from box_memory.workspace import init_workspace, read_user_config_for_update, write_user_config
-
-    validate_title(name)
-    for t in teams:  # every check before the folder is created: bad input changes nothing
-        validate_team(t)
-    if layout not in ("sibling", "folder"):
-        raise InvalidInput(f"unknown layout {layout!r} (expected sibling or folder)")
-    warnings: list[str] = []
-    offered = None
-    if path is None:
-        offered, warnings = _offer_box_drive(name)
-    root = (path or offered or Path.cwd() / name).expanduser()
-    if root.exists() and not root.is_dir():
-        raise InvalidInput(f"{root} exists and is not a folder")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        reason = (e.strerror or type(e).__name__).lower()
-        raise InvalidInput(f"cannot create the workspace folder {root}: {reason}") from None
-    root = root.resolve()
-    ws, report = init_workspace(open_local(root), name, teams=teams, layout=layout, reinit=reinit)
-    cfg, cfg_warnings = read_user_config_for_update()
-    warnings += cfg_warnings
-    cfg["default_workspace"] = str(root)
-    write_user_config(cfg)
-    data = {
-        "workspace": str(root),
-        "backend": "local",
-        "name": ws.name,
-        "existed": report["existed"],
-        "created": report["created"],
-        "teams": ws.config.teams,
-        "layout": ws.config.companion_layout,
-        "default": True,
-    }
-    if path is None:
-        from box_memory.names import box_drive_roots
-
-        drives = box_drive_roots()
-        data["box_drive_root"] = str(drives[0]) if drives else None
-    verb = "Workspace already existed at" if report["existed"] else "Created workspace at"
-    lines = [f"{verb} [bold]{escape(str(root))}[/bold] (now the default)"]
-    if report["existed"] and report["created"]:
-        lines.append(f"Added: {', '.join(report['created'])}")
-    lines.append(f"Teams: {', '.join(ws.config.teams)}")
-    return Outcome(data, lines, warnings=warnings)
+def _confirm(question: str) -> bool:
+    return bool(typer.confirm(question, default=True, err=True))
 
 
-def _offer_box_drive(name: str) -> tuple[Path | None, list[str]]:
-    """Without --path: the Box Drive folder found on this machine, offered for the workspace.
-
-    On a terminal the offer is a question (default yes, asked on stderr); otherwise the workspace
-    goes to the current folder, as always, with a warning naming the Box Drive folder.
-    """
-    from box_memory.names import box_drive_root_of, box_drive_roots, check_name
-
-    drives = box_drive_roots()
-    if not drives or box_drive_root_of(Path.cwd()) is not None:
-        return None, []
-    check_name(name, "workspace name")
-    target = drives[0] / name
-    if sys.stdin.isatty():
-        question = f"Box Drive found at {drives[0]}. Create the workspace in {target}?"
-        return (target if typer.confirm(question, default=True, err=True) else None), []
-    return None, [
-        f"Box Drive found at {drives[0]}, but the workspace is made in the current folder: "
-        f"pass --path {target} to keep it in Box"
-    ]
-
-
-def init_cloud(name: str, parent: str | None, teams: list[str], layout: str, reinit: bool) -> Outcome:
-    """Cloud init: folder NAME under Box folder `parent` (default the root, after a warning)."""
-    from box_memory.store import init_cloud_workspace
-
-    data = init_cloud_workspace(name, parent=parent or "0", teams=teams, layout=layout, reinit=reinit)
-    warnings = list(data.pop("warnings", []))
-    if parent is None:
-        warnings.insert(
-            0,
-            "no --parent given: the workspace folder is created in your Box root (All Files), which is "
-            "broad; pass --parent FOLDER_ID to put it elsewhere",
-        )
+def _init_lines(data: dict[str, Any]) -> list[str]:
     verb = "Workspace already existed at" if data["existed"] else "Created workspace at"
-    lines = [
-        f"{verb} [bold]{escape(data['workspace'])}[/bold] '{escape(data['name'])}' (now the default)",
-        f"  Box folder: {data['web_url']}",
-        f"  tier: {data['tier']}; metadata template: {data['metadata_template_key'] or 'none'}",
-    ]
+    if data["backend"] == "local":
+        lines = [f"{verb} [bold]{escape(data['workspace'])}[/bold] (now the default)"]
+    else:
+        lines = [
+            f"{verb} [bold]{escape(data['workspace'])}[/bold] '{escape(data['name'])}' (now the default)",
+            f"  Box folder: {data['web_url']}",
+            f"  tier: {data['tier']}; metadata template: {data['metadata_template_key'] or 'none'}",
+        ]
     if data["existed"] and data["created"]:
         lines.append(f"Added: {', '.join(data['created'])}")
     lines.append(f"Teams: {', '.join(data['teams'])}")
-    return Outcome(data, lines, warnings=warnings)
+    return lines
 
 
 def _read_content(content: str | None) -> str | bytes:
@@ -217,7 +135,7 @@ def write_cmd(
 
             body = check_content(body)
         ws = open_workspace(o.workspace)
-        res = write_memory(
+        result = write_memory(
             ws,
             WriteRequest(
                 content=body,
@@ -234,7 +152,7 @@ def write_cmd(
                 new_slug=new_slug,
             ),
         )
-        warnings = res.pop("warnings", [])
+        res = result.data
         lines = [
             f"{'Already written' if res.get('already_written') else 'Wrote'} [bold]{res['id']}[/bold] "
             f"{res['kind']} '{escape(res['title'])}'",
@@ -246,7 +164,7 @@ def write_cmd(
             lines.append(f"  kept from the replaced memory: {', '.join(res['inherited'])}")
         if res.get("kind_changed_from"):
             lines.append(f"  kind changed: {res['kind_changed_from']} -> {res['kind']}")
-        return Outcome(res, lines, warnings=warnings)
+        return Outcome(result, lines)
 
     run("write", o, go)
 
@@ -267,14 +185,12 @@ def get_cmd(
         from box_memory.workspace import open_workspace
 
         ws = open_workspace(o.workspace)
-        res = get_memory(ws, ref, history=history)
-        warnings = res.pop("warnings", [])
-        if res.get("current_id"):
-            warnings.append(f"memory {res['id']} is superseded; the current memory is {res['current_id']}")
+        result = get_memory(ws, ref, history=history)
+        res = result.data
         # Piped or redirected, a plain `get` prints the memory file exactly as stored.
         piped = not (history or o.json or o.quiet or sys.stdout.isatty())
         raw = None if not piped else ws.store.read_bytes(res["path"]).decode("utf-8", "surrogateescape")
-        return Outcome(res, _get_lines(res), warnings=warnings, raw=raw)
+        return Outcome(result, _get_lines(res), raw=raw)
 
     run("get", o, go)
 

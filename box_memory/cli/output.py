@@ -16,9 +16,9 @@ from typing import Any, NoReturn
 
 import orjson
 
+from box_memory import result
 from box_memory.errors import BoxMemoryError
-
-RESULT_VERSION = 1
+from box_memory.result import Result, one_line, os_message
 
 
 @dataclass
@@ -31,18 +31,14 @@ class Opts:
 
 @dataclass
 class Outcome:
-    data: dict[str, Any]
+    """A service's result and how a person sees it; `--json` prints only the result's envelope."""
+
+    result: Result
     lines: list[str] = field(default_factory=list)  # plain human text; rich markup allowed
-    warnings: list[str] = field(default_factory=list)
-    status: str = "ok"
-    exit_code: int = 0
-    errors: list[dict[str, str]] = field(default_factory=list)
     table: tuple[list[str], list[list[str]]] | None = None
     # Exact text for stdout when it is not a terminal (a memory file's content, byte for byte);
     # `lines` are then not printed.
     raw: str | None = None
-    # Reported in --json and with --verbose only (e.g. a team folder the user may not read).
-    verbose_warnings: list[str] = field(default_factory=list)
 
 
 class Printer:
@@ -120,29 +116,15 @@ def escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
-def envelope(command: str, outcome: Outcome, started: float) -> dict[str, Any]:
-    return {
-        "box_memory_result_version": RESULT_VERSION,
-        "command": command,
-        "status": outcome.status,
-        "exit_code": outcome.exit_code,
-        "duration_ms": round((time.perf_counter() - started) * 1000),
-        "data": outcome.data,
-        "warnings": [*outcome.warnings, *outcome.verbose_warnings],
-        "errors": outcome.errors,
-    }
-
-
 def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
+    res = outcome.result
     if opts.json:
-        sys.stdout.buffer.write(
-            orjson.dumps(envelope(command, outcome, started), option=orjson.OPT_NON_STR_KEYS, default=str)
-            + b"\n"
-        )
+        env = result.envelope(command, res, round((time.perf_counter() - started) * 1000))
+        sys.stdout.buffer.write(orjson.dumps(env, option=orjson.OPT_NON_STR_KEYS, default=str) + b"\n")
         sys.stdout.flush()
         return
     err = Printer(sys.stderr)
-    for w in [*outcome.warnings, *(outcome.verbose_warnings if opts.verbose else [])]:
+    for w in res.all_warnings if opts.verbose else res.warnings:
         err.line(f"[yellow]warning:[/yellow] {escape(w)}")
     if opts.quiet:
         return
@@ -166,12 +148,7 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     try:
         outcome = fn()
     except BoxMemoryError as e:
-        outcome = Outcome(
-            data={},
-            status="error",
-            exit_code=e.exit_code,
-            errors=[{"code": e.code, "message": one_line(str(e))}],
-        )
+        outcome = Outcome(result.failure(e.code, str(e), e.exit_code))
         if not opts.json:
             Printer(sys.stderr).line(f"[red]error:[/red] {escape(one_line(str(e)))}")
             raise SystemExit(e.exit_code) from None
@@ -183,21 +160,15 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
         code, message = ("internal_error", f"{type(e).__name__}: {e}")
         if isinstance(e, OSError):  # the system refused a path: say which and why, not the class
             code, message = "os_error", os_message(e)
-        outcome = Outcome(
-            data={},
-            status="error",
-            exit_code=1,
-            errors=[{"code": code, "message": one_line(message)}],
-        )
+        outcome = Outcome(result.failure(code, message, 1))
         if not opts.json:
-            Printer(sys.stderr).line(f"[red]error:[/red] {escape(outcome.errors[0]['message'])}")
+            Printer(sys.stderr).line(f"[red]error:[/red] {escape(one_line(message))}")
             raise SystemExit(1) from None
     finally:
         extra = close_backends()
-    if extra:
-        outcome.warnings = [*outcome.warnings, *extra]
+    outcome.result = outcome.result.warned(*extra)
     emit(command, opts, outcome, started)
-    raise SystemExit(outcome.exit_code)
+    raise SystemExit(outcome.result.exit_code)
 
 
 def close_backends() -> list[str]:
@@ -209,17 +180,3 @@ def close_backends() -> list[str]:
         return close_cloud_sessions()
     except Exception:  # closing must never turn a finished command into a failure
         return []
-
-
-def os_message(e: OSError) -> str:
-    """`cannot use /proc/foo: no such file or directory` rather than `FileNotFoundError: [Errno 2]`."""
-    reason = (e.strerror or str(e) or type(e).__name__).rstrip(".")
-    reason = reason[:1].lower() + reason[1:]
-    if e.filename is None:
-        return reason
-    target = f"{e.filename} -> {e.filename2}" if e.filename2 is not None else str(e.filename)
-    return f"cannot use {target}: {reason}"
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())[:1000]

@@ -112,10 +112,8 @@ def recall_cmd(
                 brain=not no_brain,
             ),
         )
-        from box_memory.recall_cache import UNREADABLE
-
+        result = res.result
         best = res.data.get("full")
-        warnings = [w for w in res.warnings if not w.startswith(UNREADABLE)]
         if ask is not None:
             if not ask.strip():
                 from box_memory.errors import InvalidInput
@@ -124,19 +122,13 @@ def recall_cmd(
             from box_memory.ask import ask_box_ai
 
             res.data["ask"], more = ask_box_ai(ws, res.data["hits"], ask.strip())
-            warnings += more
+            result = result.warned(*more)
         lines = _lines(res, verbose, sys.stdout.isatty())
         if res.data.get("ask"):
             a = res.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
             lines += [f"  from {s['id']}  {escape(s['title'])}  {s['url']}" for s in a["sources"]]
-        return Outcome(
-            res.data,
-            lines,
-            warnings=warnings,
-            verbose_warnings=[w for w in res.warnings if w.startswith(UNREADABLE)],
-            raw=best["content"] if best else None,
-        )
+        return Outcome(result, lines, raw=best["content"] if best else None)
 
     run("recall", o, go)
 

@@ -8,6 +8,7 @@ import typer
 
 from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
 from box_memory.cli.output import Outcome, run
+from box_memory.result import Result
 
 
 def register(app: typer.Typer) -> None:
@@ -77,6 +78,6 @@ def serve_cmd(
             announce(f"box-memory MCP server on {url} (streamable HTTP; Ctrl-C stops)")
         # Ctrl-C ends it with exit 130 (uvicorn stops gracefully, then re-raises the signal).
         serve_http(server, sock, host, log_level="info" if verbose else "warning")
-        return Outcome({"transport": transport, "url": url}, [f"Stopped serving {url}"])
+        return Outcome(Result({"transport": transport, "url": url}), [f"Stopped serving {url}"])
 
     run("serve", o, go)

@@ -35,69 +35,15 @@ def status_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.status import workspace_status
+        from box_memory.status import status
         from box_memory.workspace import open_workspace
 
-        ws = open_workspace(o.workspace)
-        refreshed: dict[str, Any] | None = None
-        notes: list[str] = []
-        if refresh:
-            from box_memory.store import as_tier_detection
-
-            tiered = as_tier_detection(ws.store)
-            if tiered is None:
-                notes.append("--refresh: a local workspace has no Box tier to detect")
-            else:
-                with ws.store.lock(writer="box-memory", skill="status"):
-                    refreshed = tiered.redetect_tier()
-                ws = open_workspace(o.workspace)  # the config as written
-        data = workspace_status(ws, check_indexes=check_indexes)
-        if refreshed is not None:
-            data["tier_refresh"] = refreshed
-            if refreshed["changed"]:
-                notes.append(f"Box tier now {refreshed['tier']} (was {refreshed['previous_tier']}); saved")
-        if o.verbose:
-            from box_memory.recall_cache import cache_info
-
-            data["recall_cache"] = cache_info(ws)
-        return Outcome(
-            data, _lines(data), warnings=[*notes, *_warnings(data)], verbose_warnings=quiet_warnings(data)
+        res = status(
+            open_workspace(o.workspace), check_indexes=check_indexes, refresh=refresh, cache=o.verbose
         )
+        return Outcome(res, _lines(res.data))
 
     run("status", o, go)
-
-
-def quiet_warnings(d: dict[str, Any]) -> list[str]:
-    """Shown with --verbose and always in --json: folders this user may not read."""
-    from box_memory.recall_cache import unreadable_warning
-
-    return [unreadable_warning(d["unreadable"])] if d.get("unreadable") else []
-
-
-def _warnings(d: dict[str, Any]) -> list[str]:
-    h = d["index_health"]
-    out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
-    out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
-    out += [
-        f"sync conflict copy {c} from another machine (index-rebuild merges it; nothing is deleted)"
-        for c in h["conflict_copies"]
-    ]
-    if h["rollup"]["state"] not in ("ok", "lagging"):
-        out.append(f"rollup _index.json is {h['rollup']['state']}")
-    check = d.get("index_check")
-    if check and check["drift"]:
-        out.append(
-            f"index check: {check['added']} added, {check['removed']} removed, {check['changed']} changed"
-        )
-    comp = d.get("companions") or {}
-    if comp.get("stale") or comp.get("orphaned"):
-        out.append(
-            f"{comp['stale']} stale and {comp['orphaned']} orphaned companion(s): "
-            + ", ".join(f"{i['path']} ({i['state']})" for i in comp["items"][:5])
-        )
-    if check and check["duplicate_ids"]:
-        out.append(f"index check: {len(check['duplicate_ids'])} duplicate memory id(s)")
-    return out
 
 
 def _box_drive_line(bd: dict[str, Any] | None) -> list[str]:

@@ -37,7 +37,8 @@ def create_cmd(
         from box_memory.teams import create_team
         from box_memory.workspace import open_workspace
 
-        res = create_team(open_workspace(o.workspace), name)
+        result = create_team(open_workspace(o.workspace), name)
+        res = result.data
         verb = "already exists" if res["existed"] else "created"
         lines = [f"Team [bold]{res['team']}[/bold] {verb}."]
         lines += [f"  {f}" for f in res["folders"]]
@@ -45,7 +46,7 @@ def create_cmd(
             lines.append(f"  added missing: {', '.join(res['created'])}")
         lines.append(f"Note: {res['note']}")
         lines.append(f"Write to it: box-memory write ... --team {res['team']}")
-        return Outcome(res, lines)
+        return Outcome(result, lines)
 
     run("team create", o, go)
 
@@ -64,7 +65,7 @@ def ls_cmd(
         from box_memory.teams import list_teams
         from box_memory.workspace import open_workspace
 
-        res = list_teams(open_workspace(o.workspace))
+        result = list_teams(open_workspace(o.workspace))
         rows = [
             [
                 r["team"] + (" (default)" if r["default"] else ""),
@@ -72,13 +73,9 @@ def ls_cmd(
                 str(r["companions"]),
                 str(r["files"]),
             ]
-            for r in res["teams"]
+            for r in result.data["teams"]
         ]
-        warnings = [
-            f"{f} is not in the config (finish with `box-memory team create` or `team remove`)"
-            for f in res["untracked_folders"]
-        ]
-        return Outcome(res, [], warnings=warnings, table=(["team", "memories", "companions", "files"], rows))
+        return Outcome(result, [], table=(["team", "memories", "companions", "files"], rows))
 
     run("team ls", o, go)
 
@@ -98,8 +95,8 @@ def inspect_cmd(
         from box_memory.teams import inspect_team
         from box_memory.workspace import open_workspace
 
-        res = inspect_team(open_workspace(o.workspace), name)
-        return Outcome(res, _inspect_lines(res))
+        result = inspect_team(open_workspace(o.workspace), name)
+        return Outcome(result, _inspect_lines(result.data))
 
     run("team inspect", o, go)
 
@@ -142,7 +139,8 @@ def conflicts_cmd(
         from box_memory.teams import team_conflicts
         from box_memory.workspace import open_workspace
 
-        res = team_conflicts(open_workspace(o.workspace), include_all=include_all)
+        result = team_conflicts(open_workspace(o.workspace), include_all=include_all)
+        res = result.data
         lines: list[str] = []
         for label, key, field in (("slug", "slugs", "slug"), ("title", "titles", "title")):
             for c in res[key]:
@@ -158,7 +156,7 @@ def conflicts_cmd(
                 "Resolve by hand: leave as is, write a shared memory and supersede each team's "
                 "version, or retitle one."
             )
-        return Outcome(res, lines)
+        return Outcome(result, lines)
 
     run("team conflicts", o, go)
 
@@ -187,10 +185,11 @@ def remove_cmd(
                 f"`team remove {name}` drops the team from the config and moves teams/{name}/ to "
                 "_archive/teams/ (no file is deleted); pass --yes to confirm"
             )
-        res = remove_team(open_workspace(o.workspace), name)
+        result = remove_team(open_workspace(o.workspace), name)
+        res = result.data
         lines = [f"Team [bold]{res['team']}[/bold] removed from the config."]
         if res["archived_to"]:
             lines.append(f"  teams/{res['team']}/ moved to {res['archived_to']} (every file kept)")
-        return Outcome(res, lines)
+        return Outcome(result, lines)
 
     run("team remove", o, go)

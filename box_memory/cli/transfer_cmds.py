@@ -39,16 +39,15 @@ def import_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.importer import run_import
+        from box_memory.importer import import_memories
         from box_memory.workspace import open_workspace
 
         ws = open_workspace(o.workspace)
-        report = run_import(ws, source, fmt=from_, team=team, dry_run=dry_run)
-        data = report.as_dict()
-        warnings = [f"{e['ref']}: {e['reason']}" for e in report.errors] + report.warnings
+        result = import_memories(ws, source, fmt=from_, team=team, dry_run=dry_run)
+        data = result.data
         lines: list[str] = []
-        if report.detected:
-            lines.append(f"Detected format: {escape(report.detected)}")
+        if data["detected"]:
+            lines.append(f"Detected format: {escape(data['detected'])}")
         if dry_run:
             lines.append(
                 f"Dry run: would import {data['would_import']} of {data['items']} items "
@@ -63,12 +62,7 @@ def import_cmd(
             lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in data["by_kind"].items()))
         for t in data["first_titles"]:
             lines.append(f"  - {escape(t)}")
-        written = data["would_import"] if dry_run else data["imported"]
-        nothing = written == 0 and data["already_imported"] == 0
-        status, code = ("error", 1) if nothing else ("ok", 0)
-        errors = [{"code": "nothing_imported", "message": "no item of the source could be imported"}]
-        return Outcome(data, lines, warnings=warnings, status=status, exit_code=code,
-                       errors=errors if nothing else [])  # fmt: skip
+        return Outcome(result, lines)
 
     run("import", o, go)
 
@@ -96,51 +90,18 @@ def export_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.errors import InvalidInput
-        from box_memory.export import EXPORT_FORMATS, iter_memories, jsonl_lines, parse_since, write_zip
+        from box_memory.export import ExportRequest, export_memories
         from box_memory.workspace import open_workspace
 
-        if format_ not in EXPORT_FORMATS:
-            raise InvalidInput(f"unknown export format {format_!r} (expected jsonl or markdown-zip)")
-        if output is None and (format_ != "jsonl" or o.json):
-            raise InvalidInput(
-                "--output FILE is required for markdown-zip and with --json (stdout carries the envelope)"
-            )
-        if output is not None and output.is_dir():
-            raise InvalidInput(f"--output {output} is a folder; name a file")
-        cutoff = parse_since(since)
-        ws = open_workspace(o.workspace)
-        items, warnings = iter_memories(ws, include_superseded=include_superseded, since=cutoff)
-        if output is None:
-            out = sys.stdout.buffer
-            for line in jsonl_lines(items):
-                out.write(line)
-            out.flush()
-        else:
-            tmp = output.with_name(f".{output.name}.partial")
-            try:
-                if format_ == "jsonl":
-                    with tmp.open("wb") as fh:
-                        for line in jsonl_lines(items):
-                            fh.write(line)
-                else:
-                    write_zip(items, tmp)
-                tmp.replace(output)
-            finally:
-                tmp.unlink(missing_ok=True)
-        by_status: dict[str, int] = {}
-        for x in items:
-            s = str(x.record["frontmatter"].get("status"))
-            by_status[s] = by_status.get(s, 0) + 1
-        data = {
-            "format": format_,
-            "output": str(output) if output is not None else None,
-            "count": len(items),
-            "by_status": by_status,
-            "include_superseded": include_superseded,
-            "since": since,
-        }
-        lines = [f"Exported {len(items)} memories to {escape(str(output))}"] if output is not None else []
-        return Outcome(data, lines, warnings=warnings)
+        req = ExportRequest(format_, output, include_superseded, since)
+        stdout = None if o.json else sys.stdout.buffer
+        req.check(to_stdout=stdout is not None)  # before the workspace is looked for
+        result = export_memories(open_workspace(o.workspace), req, stdout)
+        lines = (
+            [f"Exported {result.data['count']} memories to {escape(str(output))}"]
+            if output is not None
+            else []
+        )
+        return Outcome(result, lines)
 
     run("export", o, go)

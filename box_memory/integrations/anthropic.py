@@ -197,7 +197,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
             res = write_memory(self.workspace, req)
         except BoxMemoryError as e:
             raise ToolError(f"Could not save {path}: {e}") from None
-        mem_id = str(res["id"])
+        mem_id = str(res.data["id"])
         self._versions[mem_id] = StoredFile(mem_id, path, normalize(text))
         return mem_id
 

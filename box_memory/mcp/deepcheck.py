@@ -21,8 +21,11 @@ from typing import Any
 
 from box_memory.errors import BoxMemoryError, Incompatible
 from box_memory.mcp.schema import ALIASES, shape_args
+from box_memory.result import Result
 
-__all__ = ["FEATURES", "check_features", "worst", "write_test"]
+__all__ = ["FEATURES", "check_features", "check_result", "worst", "write_test"]
+
+INCOMPATIBLE_EXIT = 4  # cli.md: the Box MCP server is unusable (as BackendUnavailable)
 
 _ORDER = {"PASS": 0, "DEGRADED": 1, "INCOMPATIBLE": 2}
 
@@ -233,3 +236,33 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
         shutil.rmtree(store.cache.folder, ignore_errors=True)
     result["verdict"] = "PASS" if steps and all(s["ok"] for s in steps) else "INCOMPATIBLE"
     return result
+
+
+def check_result(report: dict[str, Any]) -> Result:
+    """The `mcp-check` service's answer for a finished check (`McpCheck.to_dict()`): PASS and
+    DEGRADED succeed; INCOMPATIBLE is exit 4 with one error naming the first problem."""
+    if report["verdict"] in ("PASS", "DEGRADED"):
+        return Result(report)
+    code = report.get("error_code") or "incompatible"
+    message = report.get("error") or (
+        f"required Box tools missing: {', '.join(report['required_missing'])}"
+        if report["required_missing"]
+        else _deep_problem(report)
+    )
+    return Result(
+        report,
+        status="error",
+        exit_code=INCOMPATIBLE_EXIT,
+        errors=[{"code": str(code), "message": f"INCOMPATIBLE: {message}"}],
+    )
+
+
+def _deep_problem(r: dict[str, Any]) -> str:
+    """The first thing that made a deep check INCOMPATIBLE, as one line."""
+    for f in r.get("features") or []:
+        if f["verdict"] == "INCOMPATIBLE":
+            return f"{f['feature']}: {f.get('problem')}"
+    for s in (r.get("write_test") or {}).get("steps", []):
+        if not s["ok"]:
+            return f"write test failed at {s['step']}: {s.get('error')}"
+    return "Box MCP server is not usable"

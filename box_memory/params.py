@@ -1,0 +1,24 @@
+"""One declaration per request field: a service's request dataclass annotates each field a caller
+may set with `Param` (`Annotated[str | None, Param("Only this team.")]`). The MCP server derives
+its tool input schemas from these (`server.tool_args`); the CLI keeps explicit options for --help.
+
+Standard library only: the request dataclasses are imported by `write` and `recall`, which must
+stay fast to start (no pydantic here; the server turns a `Param` into a pydantic `Field`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    """What a tool caller sees of a field: its description, its closed set of values (an enum in
+    the schema) and its bounds. `nullable`: the schema also accepts null (the field's default)."""
+
+    description: str
+    choices: tuple[str, ...] | None = None
+    ge: float | None = None
+    le: float | None = None
+    min_length: int | None = None
+    nullable: bool = False
