@@ -1,9 +1,13 @@
 """`recall --ask`: a Box AI answer over the files of recall's top hits, marked as AI output.
 
 Only on a Box workspace whose server offers Box AI Q&A (`ai_qa_single_file` for one file,
-`ai_qa_multi_file` for several, Box's remote MCP guide DOC1 in CONNECTORS.md), and only when
-asked: nothing here runs for a plain recall. The memories' text is data Box AI reads; the answer
-is returned as data too, with the memory ids and Box URLs it came from, never written anywhere.
+`ai_qa_multi_file` for several, `ai_qa_hub` for a Box Hub; Box's remote MCP guide DOC1 in
+CONNECTORS.md), and only when asked: nothing here runs for a plain recall. A hub is used where one
+is configured (`--hub`, or `box_hub_id` in `_box-memory.json`: Box has no API that finds a hub's
+id). A hub that Box AI is still indexing cannot answer yet; then, as the plugin does, the question
+goes to the recalled files instead (file-set Q&A), and the answer says so. The memories' text is
+data Box AI reads; the answer is returned as data too, with the memory ids and Box URLs it came
+from, never written anywhere.
 """
 
 from __future__ import annotations
@@ -24,17 +28,43 @@ NOT_AVAILABLE = (
 )
 
 
+def configured_hub(ws: Workspace, hub: str | None) -> str | None:
+    """The hub to ask: the one named on the command line, else the workspace's `box_hub_id`."""
+    if hub is not None:
+        return hub.strip() or None
+    value = ws.config.data.get("box_hub_id")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value).strip() or None
+
+
+def _hub_warming(e: BoxMemoryError) -> bool:
+    """Box AI refused because the hub is not indexed yet (the wording is assumed: Box documents
+    the warm-up, not its error; CONNECTORS.md)."""
+    text = str(e).lower()
+    return "index" in text and "hub" in text
+
+
 def ask_box_ai(
-    ws: Workspace, hits: list[dict[str, Any]], question: str
+    ws: Workspace, hits: list[dict[str, Any]], question: str, *, hub: str | None = None
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """(the answer block or None, warnings) for `question` over the files of `hits`."""
+    """(the answer block or None, warnings) for `question` over a hub, else the files of `hits`."""
     store = as_box_tools(ws.store)  # Box AI runs in Box: tools called by name
     if store is None:
         return None, ["--ask needs a Box workspace (Box AI runs in Box); showing the memories only"]
     caps = ws.config.data.get("capabilities") or {}
-    single, multi = store.has_tool("ai_qa_single_file"), store.has_tool("ai_qa_multi_file")
-    if not (single or multi) or (isinstance(caps, dict) and caps.get("box_ai_tools_available") is False):
+    if isinstance(caps, dict) and caps.get("box_ai_tools_available") is False:
         return None, [NOT_AVAILABLE]
+    warnings: list[str] = []
+    hub_id = configured_hub(ws, hub)
+    if hub_id is not None:
+        answered, why = _ask_hub(store, hub_id, question)
+        if answered is not None:
+            return answered, []
+        warnings.append(why)
+    single, multi = store.has_tool("ai_qa_single_file"), store.has_tool("ai_qa_multi_file")
+    if not (single or multi):
+        return None, [*warnings, NOT_AVAILABLE]
     sources: list[dict[str, Any]] = []
     for hit in hits:
         if len(sources) >= MAX_FILES:
@@ -52,7 +82,7 @@ def ask_box_ai(
             }
         )
     if not sources:
-        return None, ["--ask: no recalled memory has a Box file to ask Box AI about"]
+        return None, [*warnings, "--ask: no recalled memory has a Box file to ask Box AI about"]
     if (len(sources) == 1 and single) or not multi:
         tool, args = "ai_qa_single_file", {"file_id": sources[0]["file_id"], "question": question}
         sources = sources[:1]
@@ -61,15 +91,18 @@ def ask_box_ai(
     try:
         payload = store.call(tool, args)
     except ToolMissing:  # gone from the server's catalogue since it was cached
-        return None, [NOT_AVAILABLE]
+        return None, [*warnings, NOT_AVAILABLE]
     except BoxMemoryError as e:
-        return None, [f"Box AI did not answer ({e}); showing the memories only"]
+        return None, [*warnings, f"Box AI did not answer ({e}); showing the memories only"]
     from box_memory.mcp.payload import text_content
 
     try:
         answer = text_content(tool, payload)
     except BoxMemoryError as e:
-        return None, [f"Box AI answered in a shape box-memory cannot read ({e}); showing the memories only"]
+        return None, [
+            *warnings,
+            f"Box AI answered in a shape box-memory cannot read ({e}); showing the memories only",
+        ]
     return {
         "ai_generated": True,
         "label": LABEL,
@@ -77,4 +110,41 @@ def ask_box_ai(
         "answer": answer,
         "tool": tool,
         "sources": sources,
-    }, []
+        **({"hub": {"id": hub_id, "answered": False}} if hub_id is not None else {}),
+    }, warnings
+
+
+def _ask_hub(store: Any, hub_id: str, question: str) -> tuple[dict[str, Any] | None, str]:
+    """(the hub's answer block, "") or (None, why the recalled files are asked instead)."""
+    fallback = "asking Box AI over the recalled files instead"
+    if not store.has_tool("ai_qa_hub"):
+        return None, f"this Box MCP server offers no Box Hub Q&A (ai_qa_hub); {fallback}"
+    try:
+        payload = store.call("ai_qa_hub", {"hub_id": hub_id, "question": question})
+    except ToolMissing:
+        return None, f"this Box MCP server offers no Box Hub Q&A (ai_qa_hub); {fallback}"
+    except BoxMemoryError as e:
+        if _hub_warming(e):
+            return None, f"Box Hub {hub_id} is still being indexed for Box AI; {fallback}"
+        return None, f"Box Hub {hub_id} did not answer ({e}); {fallback}"
+    from box_memory.mcp.payload import text_content
+
+    try:
+        answer = text_content("ai_qa_hub", payload)
+    except BoxMemoryError as e:
+        return None, f"Box Hub {hub_id} answered in a shape box-memory cannot read ({e}); {fallback}"
+    cited = payload.get("citations") if isinstance(payload, dict) else None
+    sources = [
+        {"file_id": str(c["id"]), "name": c.get("name"), "url": f"https://app.box.com/file/{c['id']}"}
+        for c in (cited if isinstance(cited, list) else [])
+        if isinstance(c, dict) and c.get("id") is not None
+    ]
+    return {
+        "ai_generated": True,
+        "label": LABEL,
+        "question": question,
+        "answer": answer,
+        "tool": "ai_qa_hub",
+        "sources": list({s["file_id"]: s for s in sources}.values()),
+        "hub": {"id": hub_id, "answered": True},
+    }, ""

@@ -61,6 +61,15 @@ def recall_cmd(
             help="Box workspace with Box AI: ask Box AI QUESTION over the top hits' files (marked as AI).",
         ),
     ] = None,
+    hub: Annotated[
+        str | None,
+        typer.Option(
+            "--hub",
+            metavar="HUB_ID",
+            help="With --ask: ask this Box Hub (default: box_hub_id in _box-memory.json); "
+            "while Box AI still indexes it, the top hits' files are asked instead.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -94,6 +103,8 @@ def recall_cmd(
             raise UsageProblem(
                 "missing QUERY: give words, a mem_ id, [[Title]], a slug, or a filter such as --kind/--tag"
             )
+        if hub is not None and ask is None:
+            raise UsageProblem("--hub names the Box Hub --ask questions go to: give --ask QUESTION too")
 
         ws = open_workspace(o.workspace)
         res = recall(
@@ -121,13 +132,17 @@ def recall_cmd(
                 raise InvalidInput("--ask needs a question")
             from box_memory.ask import ask_box_ai
 
-            res.data["ask"], more = ask_box_ai(ws, res.data["hits"], ask.strip())
+            res.data["ask"], more = ask_box_ai(ws, res.data["hits"], ask.strip(), hub=hub)
             result = result.warned(*more)
         lines = _lines(res, verbose, sys.stdout.isatty())
         if res.data.get("ask"):
             a = res.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
-            lines += [f"  from {s['id']}  {escape(s['title'])}  {s['url']}" for s in a["sources"]]
+            if a.get("hub", {}).get("answered"):
+                lines.append(f"  from Box Hub {a['hub']['id']}")
+            for s in a["sources"]:
+                name = escape(str(s.get("title") or s.get("name") or ""))
+                lines.append(f"  from {s.get('id') or s['file_id']}  {name}  {s['url']}")
         return Outcome(result, lines, raw=best["content"] if best else None)
 
     run("recall", o, go)

@@ -232,6 +232,7 @@ class BoxFS:
             CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, path TEXT NOT NULL, data TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS templates (
                 scope TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (scope, key));
+            CREATE TABLE IF NOT EXISTS hubs (id TEXT PRIMARY KEY, data TEXT NOT NULL);
             """
         )
         self._items: dict[str, Item] = {}
@@ -700,6 +701,28 @@ class BoxFS:
                 "INSERT INTO templates (scope, key, data) VALUES (?, ?, ?)",
                 (scope, key, json.dumps(template)),
             )
+
+    # -- Box Hubs ----------------------------------------------------------------------------
+    # A hub is a named set of files and folders Box AI answers over. Box offers no API to
+    # discover a hub's id (it is copied from the Box web app), so tests and demos make hubs here.
+    # A hub is "indexing" until `ready_at`: Box AI cannot answer over it yet.
+
+    def add_hub(self, title: str, items: list[str], *, indexing_s: float = 0.0) -> str:
+        """A new hub over the given item ids; its id."""
+        with self._lock:
+            for item_id in items:
+                self.get(item_id)
+            hub_id = str(9_000_000 + len(self._db.execute("SELECT id FROM hubs").fetchall()) + 1)
+            data = {"id": hub_id, "title": title, "items": list(items), "ready_at": time.time() + indexing_s}
+            self._db.execute("INSERT INTO hubs (id, data) VALUES (?, ?)", (hub_id, json.dumps(data)))
+            return hub_id
+
+    def hub(self, hub_id: str) -> dict[str, Any]:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM hubs WHERE id = ?", (str(hub_id).strip(),)).fetchone()
+        if row is None:
+            raise not_found()
+        return dict(json.loads(row[0]))
 
     # -- Box JSON shapes ---------------------------------------------------------------------
 

@@ -525,6 +525,25 @@ def ai_qa_multi_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return _ai_answer(*_extract(str(_required(args, "question")), docs))
 
 
+HUB_INDEXING = "The hub is still being indexed for Box AI. Try again later."
+
+
+def ai_qa_hub(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Box AI over a hub's files. A hub that is still indexing answers nothing (a 409, its wording
+    an assumption: Box documents the warm-up, not the error), which is what the client must fall
+    back from."""
+    hub = ctx.fs.hub(str(_required(args, "hub_id")))
+    question = str(_required(args, "question"))
+    if time.time() < float(hub["ready_at"]):
+        raise BoxApiError(409, "hub_indexing", HUB_INDEXING)
+    files: list[Item] = []
+    for raw in hub["items"]:
+        item = ctx.fs.get(raw)
+        files.extend([item] if item.type == "file" else [i for i in ctx.fs.walk(item) if i.type == "file"])
+    docs = [(item, ctx.fs.text_of(item) or "") for item in files[:MAX_AI_FILES]]
+    return _ai_answer(*_extract(question, docs))
+
+
 def _field_value(spec: dict[str, Any], text: str) -> Any:
     names = {str(spec.get(k)) for k in ("key", "displayName", "display_name") if spec.get(k)}
     variants = {v for n in names for v in (n, n.replace("_", " "), n.replace("_", "-"))}
@@ -847,6 +866,14 @@ TOOLS: list[ToolSpec] = [
         "Ask a question about several files. Emulated: extractive and deterministic.",
         _schema(["file_ids", "question"], file_ids=_SL, question=_S),
         ai_qa_multi_file,
+        True,
+    ),
+    ToolSpec(
+        "ai_qa_hub",
+        "Ask a question about the content of a Box Hub. Emulated: extractive and deterministic; a "
+        "hub made with indexing time refuses until it is ready.",
+        _schema(["hub_id", "question"], hub_id=_S, question=_S),
+        ai_qa_hub,
         True,
     ),
     ToolSpec(

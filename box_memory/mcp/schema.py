@@ -48,6 +48,7 @@ ESSENTIAL: dict[str, frozenset[str]] = {
         "search_files_keyword": ("query", "ancestor_folder_id", "mdfilters", "file_extensions"),
         "ai_qa_single_file": ("file_id", "question"),
         "ai_qa_multi_file": ("file_ids", "question"),
+        "ai_qa_hub": ("hub_id", "question"),
         "ai_extract_structured_from_fields": ("file_ids", "fields"),
         "ai_extract_structured_from_fields_enhanced": ("file_ids", "fields"),
         "list_metadata_templates": ("scope",),

@@ -6,6 +6,7 @@ words with the question), so the answer can be checked exactly.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from box_memory.emulator import Emulator
@@ -72,3 +73,80 @@ def test_a_local_workspace_says_box_ai_needs_box(make: Any) -> None:
     env = local.run("recall", "JWT", "--ask", "Why JWT?")
     assert env["data"]["ask"] is None
     assert any("needs a Box workspace" in w for w in env["warnings"])
+
+
+def _hub(cloud: Backend, emu: Emulator, *, indexing_s: float = 0.0) -> str:
+    """A Box Hub over the workspace's memories folder (Box has no API to find a hub's id: the
+    emulator makes one, as a user copies the id from the Box web app)."""
+    folder = emu.fs.id_for_path(f"{cloud.name}/memories")
+    return emu.fs.add_hub("Engineering decisions", [folder], indexing_s=indexing_s)
+
+
+def test_a_configured_hub_answers_over_its_content(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    hub = _hub(cloud, emu)
+    emu.reset_calls()
+    env = cloud.run("recall", "Redis", "--ask", "Why did we choose JWT?", "--hub", hub)
+    ask = env["data"]["ask"]
+    assert ask["tool"] == "ai_qa_hub" and ask["hub"] == {"id": hub, "answered": True}
+    # The hub holds both memories: the answer comes from the JWT one although recall's hit was Redis.
+    assert "We chose JWT because sessions must survive restarts." in ask["answer"]
+    assert ask["sources"] and all(s["url"].endswith(s["file_id"]) for s in ask["sources"])
+    qa = [c for c in emu.calls if c.name.startswith("ai_")]
+    assert [c.name for c in qa] == ["ai_qa_hub"] and qa[0].arguments == {
+        "hub_id": hub,
+        "question": "Why did we choose JWT?",
+    }
+    assert env["warnings"] == []
+
+
+def test_the_hub_in_the_workspace_config_is_used_without_the_option(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    hub = _hub(cloud, emu)
+    config = cloud.root / "_box-memory.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    config.write_text(json.dumps({**data, "box_hub_id": hub}), encoding="utf-8")
+    ask = cloud.data("recall", "JWT", "--ask", "How long are sessions cached?")["ask"]
+    assert ask["tool"] == "ai_qa_hub" and ask["hub"]["id"] == hub
+    assert "Redis caches JWT sessions for an hour." in ask["answer"]
+
+
+def test_a_hub_still_indexing_falls_back_to_the_recalled_files(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    hub = _hub(cloud, emu, indexing_s=3600)
+    emu.reset_calls()
+    env = cloud.run("recall", "JWT", "--ask", "Why did we choose JWT?", "--hub", hub)
+    ask = env["data"]["ask"]
+    assert ask["tool"] == "ai_qa_multi_file" and ask["hub"] == {"id": hub, "answered": False}
+    assert "We chose JWT because sessions must survive restarts." in ask["answer"]
+    assert {s["id"] for s in ask["sources"]} == {h["id"] for h in env["data"]["hits"]}
+    assert [w for w in env["warnings"] if "still being indexed" in w and hub in w]
+    assert [c.name for c in emu.calls if c.name.startswith("ai_")] == ["ai_qa_hub", "ai_qa_multi_file"]
+
+
+def test_a_server_without_hub_qa_says_so_and_asks_the_files(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    hub = _hub(cloud, emu)
+    emu.configure(hidden_tools={"ai_qa_hub"})
+    env = cloud.run("recall", "JWT", "--ask", "Why did we choose JWT?", "--hub", hub)
+    assert env["data"]["ask"]["tool"] == "ai_qa_multi_file"
+    assert [w for w in env["warnings"] if "no Box Hub Q&A" in w]
+
+
+def test_an_unknown_hub_is_reported_and_the_files_are_asked(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    _two_memories(cloud)
+    env = cloud.run("recall", "JWT", "--ask", "Why did we choose JWT?", "--hub", "424242")
+    assert env["data"]["ask"]["tool"] == "ai_qa_multi_file"
+    assert [w for w in env["warnings"] if "Box Hub 424242 did not answer" in w]
+
+
+def test_hub_without_a_question_is_a_usage_error(make: Any, emu: Emulator) -> None:
+    cloud: Backend = make("cloud")
+    cloud.init()
+    env = cloud.run("recall", "JWT", "--hub", "1", code=2)
+    assert env["errors"][0]["code"] == "usage_error" and "--ask" in env["errors"][0]["message"]

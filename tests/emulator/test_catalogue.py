@@ -22,6 +22,7 @@ EXPECTED = {
     "get_download_url",
     "ai_qa_single_file",
     "ai_qa_multi_file",
+    "ai_qa_hub",
     "ai_extract_structured_from_fields",
     "list_metadata_templates",
     "upload_file",
