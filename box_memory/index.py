@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from box_memory import frontmatter
+from box_memory import frontmatter, settings
 from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
 from box_memory.store.base import Entry, join
@@ -27,7 +27,7 @@ def dump_index(data: dict[str, Any]) -> bytes:
     entries = data.get("entries") or ()
     opts = orjson.OPT_NON_STR_KEYS if len(entries) > COMPACT_ABOVE else DUMP_OPTS
     return orjson.dumps(data, option=opts)
-_CRASH_AT = os.environ.get("BOX_MEMORY_CRASH_AT", "")
+_CRASH_AT = settings.crash_at()
 
 
 def crash_point(step: str) -> None:

@@ -33,6 +33,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+from box_memory import settings
 from box_memory.errors import InvalidInput
 
 BOX_DRIVE_IGNORED_ARTICLE = "https://support.box.com/hc/en-us/articles/360044195433"
@@ -197,7 +198,7 @@ def box_drive_roots() -> list[Path]:
     """Where Box Drive keeps its folder, in the order looked at: macOS File Provider
     (`~/Library/CloudStorage/Box-Box`), older macOS installs (`~/Box`), Windows
     (`%USERPROFILE%\\Box`). Only folders that exist are returned."""
-    home = Path(os.environ.get("USERPROFILE") or Path.home()) if os.name == "nt" else Path.home()
+    home = settings.user_home()
     candidates = [home / "Library" / "CloudStorage" / "Box-Box", home / "Box"]
     return [p for p in candidates if p.is_dir()]
 

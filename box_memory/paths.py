@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from box_memory import settings
 
 APP = "box-memory"
 
@@ -35,9 +36,8 @@ class UserDirs:
 
 
 def user_dirs() -> UserDirs:
-    home = os.environ.get("BOX_MEMORY_HOME")
-    if home:
-        root = Path(home).expanduser()
+    root = settings.home()
+    if root is not None:
         return UserDirs(root / "config", root / "data", root / "cache", root / "state")
     import platformdirs
 

@@ -9,11 +9,12 @@ command pays nothing. `BOX_MEMORY_PROGRESS_AFTER_S` changes the delay (tests set
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
+
+from box_memory import settings
 
 T = TypeVar("T")
 
@@ -31,10 +32,7 @@ def allowed_for(json: bool, quiet: bool) -> bool:
 
 
 def _delay() -> float:
-    try:
-        return float(os.environ.get("BOX_MEMORY_PROGRESS_AFTER_S", "1.0"))
-    except ValueError:
-        return 1.0
+    return settings.progress_after_s()
 
 
 class Task:

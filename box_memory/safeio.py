@@ -15,6 +15,7 @@ import stat
 import time
 from pathlib import Path
 
+from box_memory import settings
 from box_memory.errors import InvalidFile
 
 KIB = 1024
@@ -58,22 +59,13 @@ BUSY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EAGAIN, errno.EBUSY, errno.ETIME
 RETRY_DELAYS_S = (0.05, 0.1, 0.2, 0.4, 0.8)  # bounded back-off: 6 tries over about 1.5 s
 
 
-def _parse_faults(var: str) -> dict[str, int]:
-    """Test hook: `VAR=<name>:<n>[,<name>:<n>...]` makes the first n attempts on files whose
-    path ends with <name> fail with PermissionError, as a sharing violation would on Windows."""
-    out: dict[str, int] = {}
-    for item in os.environ.get(var, "").split(","):
-        name, _, n = item.rpartition(":")
-        if name and n.isdigit():
-            out[name] = int(n)
-    return out
-
-
-_FAULTS = {"read": _parse_faults("BOX_MEMORY_FAIL_READ"), "replace": _parse_faults("BOX_MEMORY_FAIL_REPLACE")}
+# Test hook: `BOX_MEMORY_FAIL_READ` / `BOX_MEMORY_FAIL_REPLACE` (settings.injected_faults), read once
+# per process so that each injected failure is counted down.
+_FAULTS = {op: settings.injected_faults(op) for op in ("read", "replace")}
 
 
 def injected_failure(op: str, path: str | Path) -> None:
-    """Raise the PermissionError a test asked for (see _parse_faults); free when unset."""
+    """Raise the PermissionError a test asked for (see settings.injected_faults); free when unset."""
     faults = _FAULTS[op]
     if not faults:
         return

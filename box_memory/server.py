@@ -24,7 +24,6 @@ Only this module and `cli/serve_cmd.py` (lazily) import the `mcp` SDK.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import signal
 import socket
@@ -39,7 +38,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from box_memory import __version__, result
+from box_memory import __version__, result, settings
 from box_memory.errors import BoxMemoryError, InvalidInput
 from box_memory.model import KINDS, STATUSES, WRITABLE_STATUSES
 from box_memory.recall import BRAIN_LIMIT, DEFAULT_LIMIT
@@ -433,11 +432,7 @@ def _stat_sig(path: Path) -> str | None:
 
 def call_limit() -> float:
     """Seconds one tool call may run (BOX_MEMORY_TOOL_TIMEOUT_S overrides the default)."""
-    try:
-        value = float(os.environ.get("BOX_MEMORY_TOOL_TIMEOUT_S", "300"))
-    except ValueError:
-        return 300.0
-    return value if 0 < value < 86400 else 300.0
+    return settings.tool_timeout_s()
 
 
 class MemoryServer:

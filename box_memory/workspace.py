@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from box_memory import settings
 from box_memory.errors import InvalidFile, InvalidInput, NotFound, Unreadable, WorkspaceNotFound
 from box_memory.ids import validate_team
 from box_memory.model import WorkspaceConfig, now_iso
@@ -165,7 +165,7 @@ def resolve_spec(explicit: str | None, cwd: Path | None = None) -> str:
     """--workspace > BOX_MEMORY_WORKSPACE > nearest `_box-memory.json` upwards > user default."""
     if explicit:
         return explicit
-    env = os.environ.get("BOX_MEMORY_WORKSPACE")
+    env = settings.workspace()
     if env:
         return env
     found = _find_upwards((cwd or Path.cwd()).resolve())

@@ -10,20 +10,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from box_memory import settings
+
 SCHEDULE = "*/15 * * * *"
 # Variables that decide where the config, Brain store and credentials are, or which Box endpoint
 # and workspace a run uses. Secrets are never written into a crontab.
 PASSED = (
-    "BOX_MEMORY_HOME",
-    "BOX_MEMORY_WORKSPACE",
-    "BOX_MCP_URL",
-    "BOX_CLIENT_ID",
+    settings.HOME,
+    settings.WORKSPACE,
+    settings.MCP_URL,
+    settings.CLIENT_ID,
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
     "XDG_CACHE_HOME",
     "XDG_STATE_HOME",
 )
-SECRETS = ("BOX_ACCESS_TOKEN", "BOX_CLIENT_SECRET")
+SECRETS = (settings.ACCESS_TOKEN, settings.CLIENT_SECRET)
 
 
 def executable() -> list[str]:
@@ -38,20 +40,17 @@ def executable() -> list[str]:
 
 def cron_line(args: list[str], schedule: str = SCHEDULE) -> dict[str, Any]:
     env: dict[str, str] = {}
-    if not os.environ.get("BOX_MEMORY_HOME") and os.environ.get("HOME"):
-        env["HOME"] = os.environ["HOME"]  # platformdirs resolves the user dirs from it
-    for name in PASSED:
-        if os.environ.get(name):
-            env[name] = os.environ[name]
-    if env.get("BOX_MEMORY_HOME"):
-        env["BOX_MEMORY_HOME"] = str(Path(env["BOX_MEMORY_HOME"]).expanduser().absolute())
+    if settings.home() is None:
+        env.update(settings.present(["HOME"]))  # platformdirs resolves the user dirs from it
+    env.update(settings.present(PASSED))
+    if env.get(settings.HOME):
+        env[settings.HOME] = str(Path(env[settings.HOME]).expanduser().absolute())
     command = [*executable(), "brain-sync", *args, "--if-due", "--quiet"]
     text = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *map(shlex.quote, command)])
     warnings = [
         f"{name} is set here but left out of the line (a secret never goes in a crontab); store "
         "the credential with `box-memory auth token --token-stdin` or `auth login` so cron finds it"
-        for name in SECRETS
-        if os.environ.get(name)
+        for name in settings.present(SECRETS)
     ]
     # `%` ends a crontab command (the rest becomes stdin): escape it.
     return {

@@ -10,7 +10,6 @@ the sync.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from box_memory import settings
 from box_memory.brain.crawl import LIST_TOOL, BoxLister, CrawlResult, LocalLister, Progress, RemoteFile, crawl
 from box_memory.brain.entry import LOCAL_URL, render, text_hash
 from box_memory.brain.fetch import (
@@ -35,7 +35,6 @@ from box_memory.brain.store import BrainStore, Change, ItemRow, Source, default_
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
 from box_memory.model import now_iso, parse_time
 
-DEFAULT_MCP_URL = "https://mcp.box.com/"
 SYNC_TOOLS = frozenset(
     {
         "list_folder_content_by_folder_id",
@@ -196,11 +195,6 @@ class SyncReport:
 # Sources
 
 
-def mcp_url() -> str:
-    """`BOX_MCP_URL` (emulator, proxy) or Box's hosted server; read without importing the client."""
-    return os.environ.get("BOX_MCP_URL") or DEFAULT_MCP_URL
-
-
 def source_key(workspace: str, kind: str, server: str, root: str) -> str:
     """A source is (workspace, server/kind, root folder): changing the folder makes a new source."""
     return f"{workspace}|{kind}:{server}|{root}"
@@ -286,7 +280,7 @@ def brain_sync(req: SyncRequest, opts: SyncOptions | None = None) -> SyncReport:
             raise InvalidInput(f"--folder-id must be a Box folder id (digits), not {req.folder_id!r}")
         if folder == "0":
             warnings.append("folder 0 is your whole Box account: a broad crawl (bounded by --max-items)")
-        kind, server, root = "box", mcp_url(), folder
+        kind, server, root = "box", settings.mcp_url(), folder
     else:
         path = Path(str(req.path)).expanduser()
         kind, server, root = "local", "local", str(path.resolve())

@@ -7,7 +7,6 @@ history and process listings.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Any
 
@@ -81,6 +80,7 @@ def login_cmd(
     def go() -> Outcome:
         import re
 
+        from box_memory import settings
         from box_memory.errors import InvalidInput
         from box_memory.mcp import auth
 
@@ -101,7 +101,7 @@ def login_cmd(
                 "--client-secret on the command line is visible to other processes and kept in shell "
                 "history; set BOX_CLIENT_SECRET or let auth login prompt for it"
             )
-        elif not os.environ.get(auth.ENV_CLIENT_SECRET) and sys.stdin.isatty():
+        elif not settings.client_secret() and sys.stdin.isatty():
             secret = typer.prompt("Box app client secret", hide_input=True, err=True).strip() or None
 
         def show(url: str) -> None:

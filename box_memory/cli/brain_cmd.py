@@ -638,9 +638,10 @@ def _in_editor(title: str, statement: str) -> tuple[str, str]:
     import subprocess
     import tempfile
 
+    from box_memory import settings
     from box_memory.errors import InvalidInput, UsageProblem
 
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    editor = settings.editor()
     if not editor:
         raise UsageProblem("no $EDITOR set: give --title and/or --body, or set EDITOR")
     fd, name = tempfile.mkstemp(prefix="box-memory-review-", suffix=".md")

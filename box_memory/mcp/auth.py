@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from box_memory import settings
 from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
 
@@ -56,12 +57,9 @@ DEFAULT_SCOPES = "root_readwrite ai.readwrite"
 DEFAULT_PORT = 18765
 CALLBACK_PATH = "/oauth/callback"
 
-ENV_ACCESS_TOKEN = "BOX_ACCESS_TOKEN"  # noqa: S105 - names and URLs, not secrets
-ENV_CLIENT_ID = "BOX_CLIENT_ID"
-ENV_CLIENT_SECRET = "BOX_CLIENT_SECRET"  # noqa: S105 - names and URLs, not secrets
-ENV_AUTHORIZE_URL = "BOX_OAUTH_AUTHORIZE_URL"
-ENV_TOKEN_URL = "BOX_OAUTH_TOKEN_URL"  # noqa: S105 - names and URLs, not secrets
-ENV_REVOKE_URL = "BOX_OAUTH_REVOKE_URL"
+ENV_ACCESS_TOKEN = settings.ACCESS_TOKEN
+ENV_CLIENT_ID = settings.CLIENT_ID
+ENV_CLIENT_SECRET = settings.CLIENT_SECRET
 
 #: Refresh when the access token has less than this many seconds left.
 REFRESH_MARGIN_S = 300.0
@@ -259,22 +257,17 @@ class LogoutResult:
 # --------------------------------------------------------------------------- endpoints
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
 def authorize_url() -> str:
-    return _env(ENV_AUTHORIZE_URL) or DEFAULT_AUTHORIZE_URL
+    return settings.oauth_authorize_url() or DEFAULT_AUTHORIZE_URL
 
 
 def token_url(creds: Credentials | None = None) -> str:
     """Env override first (tests, proxies), then the endpoint the tokens came from."""
-    return _env(ENV_TOKEN_URL) or (creds.token_url if creds else None) or DEFAULT_TOKEN_URL
+    return settings.oauth_token_url() or (creds.token_url if creds else None) or DEFAULT_TOKEN_URL
 
 
 def revoke_url(creds: Credentials | None = None) -> str:
-    return _env(ENV_REVOKE_URL) or (creds.revoke_url if creds else None) or DEFAULT_REVOKE_URL
+    return settings.oauth_revoke_url() or (creds.revoke_url if creds else None) or DEFAULT_REVOKE_URL
 
 
 # --------------------------------------------------------------------------- the store
@@ -608,8 +601,8 @@ def _callback_server(port: int, expected_state: str) -> tuple[HTTPServer, _Callb
 
 
 def _resolve_client(client_id: str | None, client_secret: str | None) -> tuple[str, str]:
-    cid = client_id or _env(ENV_CLIENT_ID)
-    secret = client_secret or _env(ENV_CLIENT_SECRET)
+    cid = client_id or settings.client_id()
+    secret = client_secret or settings.client_secret()
     if not cid or not secret:
         raise InvalidInput(
             "Box OAuth needs a client id and client secret (--client-id/--client-secret or "
@@ -791,13 +784,13 @@ class TokenSource:
 
     @property
     def source(self) -> Source:
-        if _env(ENV_ACCESS_TOKEN):
+        if settings.access_token():
             return "env"
         return "store" if self.path.exists() else "none"
 
     def access_token(self) -> str:
         """A token good for at least `refresh_margin` seconds when a refresh is possible."""
-        env_token = _env(ENV_ACCESS_TOKEN)
+        env_token = settings.access_token()
         if env_token:
             self._last = env_token
             return env_token
@@ -820,7 +813,7 @@ class TokenSource:
 
     def refresh(self) -> str:
         """Called once after a 401: rotate unless another process already did."""
-        env_token = _env(ENV_ACCESS_TOKEN)
+        env_token = settings.access_token()
         if env_token:
             raise _auth_error(
                 f"Box rejected the access token from {ENV_ACCESS_TOKEN} (it cannot be refreshed); "
@@ -893,7 +886,7 @@ class TokenSource:
 def status() -> AuthStatus:
     """Who provides the token and until when; never the token itself."""
     path = credentials_path()
-    if _env(ENV_ACCESS_TOKEN):
+    if settings.access_token():
         return AuthStatus(logged_in=True, source="env", credentials_file=str(path))
     creds = load_credentials(path)
     if creds is None:
@@ -964,6 +957,6 @@ def logout(revoke: bool = True) -> LogoutResult:
                 else:
                     revoked.append(kind)
     removed = delete_credentials(path)
-    if _env(ENV_ACCESS_TOKEN):
+    if settings.access_token():
         warnings.append(f"{ENV_ACCESS_TOKEN} is still set in the environment and will keep being used")
     return LogoutResult(removed=removed, revoked=revoked, warnings=warnings)

@@ -43,7 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, Implementation
 from pydantic import ValidationError
 
-from box_memory import __version__
+from box_memory import __version__, settings
 from box_memory.errors import (
     AuthError,
     BackendUnavailable,
@@ -70,7 +70,7 @@ __all__ = [
     "redact",
 ]
 
-DEFAULT_URL = "https://mcp.box.com/"
+DEFAULT_URL = settings.DEFAULT_MCP_URL
 REQUIRED_TOOLS = (
     "list_folder_content_by_folder_id",
     "get_file_content",
@@ -156,7 +156,7 @@ def redact(text: str, *secrets: str | None) -> str:
 
 def default_url() -> str:
     """`BOX_MCP_URL` when set (the emulator, a proxy), else Box's hosted server."""
-    return os.environ.get("BOX_MCP_URL") or DEFAULT_URL
+    return settings.mcp_url()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,7 +362,7 @@ class BoxMCPClient:
         self._rng = rng or random.Random()
         self.tools: dict[str, dict[str, Any]] = {}
         self.catalogue_cached = False  # self.tools came from the on-disk catalogue cache
-        self.catalogue_cache = catalogue_cache and os.environ.get("BOX_MEMORY_CATALOGUE_CACHE", "1") != "0"
+        self.catalogue_cache = catalogue_cache and settings.catalogue_cache()
         self.allowed_tools: set[str] | frozenset[str] | None = None
         self.call_count = 0
         self.server_name: str | None = None

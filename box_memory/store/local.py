@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from box_memory import settings
 from box_memory.errors import BackendUnavailable, FileBusy, InvalidInput, LockBusy, NotFound, Unreadable
 from box_memory.model import now_iso, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
@@ -45,10 +46,7 @@ def _fsync_dir(path: Path) -> None:
 
 def lock_settings() -> tuple[float, float, float]:
     """(stale_after, wait, renew_every) seconds; env overrides exist so tests can be quick."""
-    stale = float(os.environ.get("BOX_MEMORY_LOCK_STALE_S", "30"))
-    wait = float(os.environ.get("BOX_MEMORY_LOCK_WAIT_S", "15"))
-    renew = float(os.environ.get("BOX_MEMORY_LOCK_RENEW_S", str(min(10.0, stale / 3))))
-    return stale, wait, renew
+    return settings.lock_timing()
 
 
 class LocalStore:

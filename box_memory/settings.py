@@ -1,0 +1,219 @@
+"""Every environment variable box-memory reads, in one place, each with its name, default and parsing.
+
+Each accessor reads the environment when called (a test sets a variable for one test, a long-lived
+server sees the environment it was started with), so nothing here is cached. The module imports
+only the standard library: the CLI's quickest commands import it.
+
+User-facing variables (README):
+- `BOX_MEMORY_HOME`       one folder for config, data, cache and state instead of the platform dirs
+- `BOX_MEMORY_WORKSPACE`  the workspace when `--workspace` is not given
+- `BOX_MCP_URL`           the Box MCP server (the emulator, a proxy); Box's hosted server otherwise
+- `BOX_ACCESS_TOKEN`      a Box access token that wins over the stored credentials (never refreshed)
+- `BOX_CLIENT_ID`, `BOX_CLIENT_SECRET`  the Box app's OAuth client for `auth login`
+- `BOX_OAUTH_AUTHORIZE_URL`, `BOX_OAUTH_TOKEN_URL`, `BOX_OAUTH_REVOKE_URL`  OAuth endpoint overrides
+- `VISUAL` / `EDITOR`     the editor `brain review edit` opens
+
+Tuning and test hooks (seconds unless named otherwise):
+- `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
+  (min(10, stale/3)): the workspace write lock
+- `BOX_MEMORY_LOCK_SETTLE_S` (0.1): the cloud lease's wait before reading itself back
+- `BOX_MEMORY_LIST_LIMIT` (1000): page size of cloud folder listings
+- `BOX_MEMORY_CONTENT_ATTEMPTS` (3), `BOX_MEMORY_CONTENT_BACKOFF_S` (1.0): cloud reads that do not verify
+- `BOX_MEMORY_CATALOGUE_CACHE` (on; `0` turns it off): the cached Box MCP tool catalogue
+- `BOX_MEMORY_TOOL_TIMEOUT_S` (300): one tool call of `box-memory serve`
+- `BOX_MEMORY_PROGRESS_AFTER_S` (1.0): delay before a progress bar appears
+- `BOX_MEMORY_CRASH_AT`, `BOX_MEMORY_FAIL_READ`, `BOX_MEMORY_FAIL_REPLACE`: crash and fault
+  injection for the integrity tests (unset in normal use)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+HOME = "BOX_MEMORY_HOME"
+WORKSPACE = "BOX_MEMORY_WORKSPACE"
+MCP_URL = "BOX_MCP_URL"
+ACCESS_TOKEN = "BOX_ACCESS_TOKEN"  # noqa: S105 - the variable's name, not a secret
+CLIENT_ID = "BOX_CLIENT_ID"
+CLIENT_SECRET = "BOX_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
+OAUTH_AUTHORIZE_URL = "BOX_OAUTH_AUTHORIZE_URL"
+OAUTH_TOKEN_URL = "BOX_OAUTH_TOKEN_URL"  # noqa: S105 - the variable's name, not a secret
+OAUTH_REVOKE_URL = "BOX_OAUTH_REVOKE_URL"
+LOCK_STALE_S = "BOX_MEMORY_LOCK_STALE_S"
+LOCK_WAIT_S = "BOX_MEMORY_LOCK_WAIT_S"
+LOCK_RENEW_S = "BOX_MEMORY_LOCK_RENEW_S"
+LOCK_SETTLE_S = "BOX_MEMORY_LOCK_SETTLE_S"
+LIST_LIMIT = "BOX_MEMORY_LIST_LIMIT"
+CONTENT_ATTEMPTS = "BOX_MEMORY_CONTENT_ATTEMPTS"
+CONTENT_BACKOFF_S = "BOX_MEMORY_CONTENT_BACKOFF_S"
+CATALOGUE_CACHE = "BOX_MEMORY_CATALOGUE_CACHE"
+TOOL_TIMEOUT_S = "BOX_MEMORY_TOOL_TIMEOUT_S"
+PROGRESS_AFTER_S = "BOX_MEMORY_PROGRESS_AFTER_S"
+CRASH_AT = "BOX_MEMORY_CRASH_AT"
+FAIL_READ = "BOX_MEMORY_FAIL_READ"
+FAIL_REPLACE = "BOX_MEMORY_FAIL_REPLACE"
+
+DEFAULT_MCP_URL = "https://mcp.box.com/"
+
+
+def _text(name: str) -> str | None:
+    """The variable's value with surrounding blanks removed; None when unset or blank."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _float(name: str, default: float) -> float:
+    """A number of seconds; `default` when unset or not a number."""
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+# --- where things are ------------------------------------------------------------------------
+
+
+def home() -> Path | None:
+    """`BOX_MEMORY_HOME` (user paths all under one folder), or None for the platform's dirs."""
+    value = os.environ.get(HOME)
+    return Path(value).expanduser() if value else None
+
+
+def workspace() -> str | None:
+    """`BOX_MEMORY_WORKSPACE`: the workspace spec used when `--workspace` is not given."""
+    return os.environ.get(WORKSPACE) or None
+
+
+def user_home() -> Path:
+    """The user's home folder as Box Drive sees it (`%USERPROFILE%` on Windows)."""
+    if os.name == "nt":
+        return Path(os.environ.get("USERPROFILE") or Path.home())
+    return Path.home()
+
+
+def editor() -> str | None:
+    """The user's editor command (`$VISUAL`, then `$EDITOR`), not yet split into words."""
+    return os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
+
+
+def present(names: Iterable[str]) -> dict[str, str]:
+    """The variables among `names` that are set and not empty, by name, in `names` order (used to
+    pass this run's environment on, e.g. into a crontab line)."""
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+# --- Box -------------------------------------------------------------------------------------
+
+
+def mcp_url() -> str:
+    """`BOX_MCP_URL` (the emulator, a proxy), else Box's hosted MCP server."""
+    return os.environ.get(MCP_URL) or DEFAULT_MCP_URL
+
+
+def access_token() -> str | None:
+    return _text(ACCESS_TOKEN)
+
+
+def client_id() -> str | None:
+    return _text(CLIENT_ID)
+
+
+def client_secret() -> str | None:
+    return _text(CLIENT_SECRET)
+
+
+def oauth_authorize_url() -> str | None:
+    return _text(OAUTH_AUTHORIZE_URL)
+
+
+def oauth_token_url() -> str | None:
+    return _text(OAUTH_TOKEN_URL)
+
+
+def oauth_revoke_url() -> str | None:
+    return _text(OAUTH_REVOKE_URL)
+
+
+def catalogue_cache() -> bool:
+    """Whether the Box MCP tool catalogue may be cached (`BOX_MEMORY_CATALOGUE_CACHE=0` turns it off)."""
+    return os.environ.get(CATALOGUE_CACHE, "1") != "0"
+
+
+def list_limit() -> int:
+    """Page size of cloud folder listings, 1..1000 (tests force paging with a small one)."""
+    try:
+        return max(1, min(1000, int(os.environ.get(LIST_LIMIT, "1000"))))
+    except ValueError:
+        return 1000
+
+
+def content_retries() -> tuple[int, float]:
+    """(attempts 1..10, first back-off in seconds) for a cloud file read that does not verify."""
+    try:
+        attempts = max(1, min(10, int(os.environ.get(CONTENT_ATTEMPTS, "3"))))
+        backoff = max(0.0, float(os.environ.get(CONTENT_BACKOFF_S, "1.0")))
+    except ValueError:
+        return 3, 1.0
+    return attempts, backoff
+
+
+# --- the write lock --------------------------------------------------------------------------
+
+
+def lock_timing() -> tuple[float, float, float]:
+    """(stale_after, wait, renew_every) seconds of the workspace write lock; a bad number is an
+    error (ValueError) rather than a silent default, as it always was."""
+    stale = float(os.environ.get(LOCK_STALE_S, "30"))
+    wait = float(os.environ.get(LOCK_WAIT_S, "15"))
+    renew = float(os.environ.get(LOCK_RENEW_S, str(min(10.0, stale / 3))))
+    return stale, wait, renew
+
+
+def lock_renew_set() -> bool:
+    """Whether `BOX_MEMORY_LOCK_RENEW_S` was given (the cloud lease then renews exactly that often)."""
+    return LOCK_RENEW_S in os.environ
+
+
+def lock_settle_s() -> float:
+    """Minimum wait between taking the cloud lease and reading it back."""
+    try:
+        return max(0.0, float(os.environ.get(LOCK_SETTLE_S, "0.1")))
+    except ValueError:
+        return 0.1
+
+
+# --- the MCP server and the terminal ---------------------------------------------------------
+
+
+def tool_timeout_s() -> float:
+    """Seconds one tool call of `box-memory serve` may run: (0, 1 day), else the default 300."""
+    value = _float(TOOL_TIMEOUT_S, 300.0)
+    return value if 0 < value < 86400 else 300.0
+
+
+def progress_after_s() -> float:
+    """Seconds a task runs before its progress bar appears (tests set 0)."""
+    return _float(PROGRESS_AFTER_S, 1.0)
+
+
+# --- test hooks ------------------------------------------------------------------------------
+
+
+def crash_at() -> str:
+    """`BOX_MEMORY_CRASH_AT=<step>`: the named step at which a writer kills itself (crash tests)."""
+    return os.environ.get(CRASH_AT, "")
+
+
+def injected_faults(op: str) -> dict[str, int]:
+    """`BOX_MEMORY_FAIL_READ` / `BOX_MEMORY_FAIL_REPLACE` (op "read" / "replace"), each
+    `<name>:<n>[,<name>:<n>...]`: the first n attempts on files whose path ends with <name> fail
+    as a Windows sharing violation would."""
+    var = {"read": FAIL_READ, "replace": FAIL_REPLACE}[op]
+    out: dict[str, int] = {}
+    for item in os.environ.get(var, "").split(","):
+        name, _, n = item.rpartition(":")
+        if name and n.isdigit():
+            out[name] = int(n)
+    return out
