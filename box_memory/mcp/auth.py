@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from box_memory import settings
+from box_memory import locks, settings
 from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
 
@@ -357,9 +357,9 @@ def delete_credentials(path: Path | None = None) -> bool:
 
 
 class _FileLock:
-    """Cross-process lock around read-refresh-write of the store.
+    """Cross-process lock around read-refresh-write of the store (locks.FileLock).
 
-    flock where available (released by the kernel if the holder dies); elsewhere an O_EXCL lock
+    A kernel lock where there is one (released by the OS if the holder dies); elsewhere a lock
     file whose holder is presumed dead once the file is older than `stale_after`.
     """
 
@@ -372,77 +372,24 @@ class _FileLock:
         use_flock: bool | None = None,
     ) -> None:
         self.path = path
-        self.timeout = timeout
-        self.stale_after = stale_after
-        if use_flock is None:
-            try:
-                import fcntl  # noqa: F401
-            except ImportError:
-                use_flock = False
-            else:
-                use_flock = True
-        self.use_flock = use_flock
-        self._fd: int | None = None
-
-    def _busy(self) -> AuthError:
-        return _auth_error(
-            f"Another box-memory process is refreshing the Box token (lock {self.path}); try again",
-            code="auth_lock_busy",
+        self._lock = locks.FileLock(
+            path,
+            kernel=locks.KERNEL_LOCKS if use_flock is None else use_flock,
+            wait=timeout,
+            stale_after=stale_after,
+            body={"pid": os.getpid()},
         )
 
     def acquire(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        deadline = time.monotonic() + self.timeout
-        if self.use_flock:
-            import fcntl
-
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        os.close(fd)
-                        raise self._busy() from None
-                    time.sleep(0.02)
-                else:
-                    self._fd = fd
-                    return
-        while True:
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                try:
-                    age = time.time() - self.path.stat().st_mtime
-                except FileNotFoundError:
-                    continue
-                if age > self.stale_after:
-                    # Holder presumed dead: take over by removing its file and racing again.
-                    with contextlib.suppress(FileNotFoundError):
-                        self.path.unlink()
-                    continue
-                if time.monotonic() >= deadline:
-                    raise self._busy() from None
-                time.sleep(0.02)
-            else:
-                os.write(fd, f"{os.getpid()} {time.time():.3f}\n".encode())
-                self._fd = fd
-                return
+        if not self._lock.acquire():
+            raise _auth_error(
+                f"Another box-memory process is refreshing the Box token (lock {self.path}); try again",
+                code="auth_lock_busy",
+            )
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        if self.use_flock:
-            import fcntl
-
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-        else:
-            os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+        self._lock.release()
 
     def __enter__(self) -> _FileLock:
         self.acquire()

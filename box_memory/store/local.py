@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from box_memory import settings
+from box_memory import locks, settings
 from box_memory.errors import BackendUnavailable, FileBusy, InvalidInput, LockBusy, NotFound, Unreadable
 from box_memory.model import now_iso, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
@@ -415,124 +415,46 @@ class LocalStore:
 
 
 class FileLock:
-    """`_box-memory.lock`, the protocol shared with the on-prem plugin (format spec section 7)."""
+    """`_box-memory.lock`, the protocol shared with the on-prem plugin (format spec section 7): a
+    lock file (locks.FileLock, kernel=False) renewed while held, taken over once stale."""
 
     def __init__(self, path: Path, *, writer: str, skill: str) -> None:
-        self.path = path
         import socket
-        import threading
 
-        self.token = os.urandom(8).hex()
-        self.body = {
-            "writer": writer,
-            "skill": skill,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": now_iso(),
-            "renewed_at": now_iso(),
-            "token": self.token,
-        }
+        self.path = path
         self.stale_after, self.wait, self.renew_every = lock_settings()
-        self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None  # started once the lock is held
-
-    def _try_create(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        except FileNotFoundError:
-            raise BackendUnavailable(f"workspace folder {self.path.parent} is missing") from None
-        try:
-            os.write(fd, orjson.dumps(self.body))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return True
-
-    def _age(self) -> tuple[float | None, bytes]:
-        """Seconds since the holder last renewed (None if the lock vanished)."""
-        try:
-            raw = read_regular(self.path, "lock")
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None, b""
-        renewed: float | None = None
-        with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
-            body = orjson.loads(raw)
-            if body.get("released_at"):
-                # Released by the cloud backend: Box has no delete tool, so its lease file stays
-                # behind (synced here by Box Drive) marked released. It is free, not held.
-                return float("inf"), raw
-            t = parse_time(body.get("renewed_at"))
-            renewed = t.timestamp() if t else None
-        # A half-written or foreign lock still ages by its mtime, so it can never wedge writers.
-        last = max(renewed or 0.0, st.st_mtime)
-        return time.time() - last, raw
-
-    def _take_over(self, seen: bytes) -> None:
-        """Rename the stale lock aside (only one contender's rename wins), then create afresh."""
-        aside = self.path.with_name(f"{LOCK_NAME}.stale-{os.urandom(6).hex()}")
-        try:
-            self.path.rename(aside)
-        except FileNotFoundError:
-            return
-        try:
-            if read_regular(aside, "lock") != seen:
-                # We moved a lock someone renewed or re-created meanwhile: put it back if we can.
-                with contextlib.suppress(OSError):
-                    os.link(aside, self.path)
-        finally:
-            aside.unlink(missing_ok=True)
+        self._lock = locks.FileLock(
+            path,
+            kernel=False,
+            wait=self.wait,
+            stale_after=self.stale_after,
+            renew_every=self.renew_every,
+            mode=0o644,
+            tmp_prefix=TMP_PREFIX,
+            body={
+                "writer": writer,
+                "skill": skill,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started_at": now_iso(),
+                "renewed_at": now_iso(),
+            },
+        )
+        self.token = self._lock.token
+        self.body = self._lock.body
 
     def acquire(self) -> None:
-        deadline = time.monotonic() + self.wait
-        delay = 0.005
-        while True:
-            if self._try_create():
-                break
-            age, raw = self._age()
-            if age is not None and age >= self.stale_after:
-                self._take_over(raw)
-                continue
-            if time.monotonic() >= deadline:
-                holder = ""
-                with contextlib.suppress(Exception):
-                    b = orjson.loads(raw)
-                    holder = f" by {b.get('writer')} (pid {b.get('pid')} on {b.get('host')})"
-                raise LockBusy(
-                    f"workspace is locked{holder}; gave up after {self.wait:g}s "
-                    f"(a lock older than {self.stale_after:g}s is taken over)"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
-        import threading
-
-        self._renewer = threading.Thread(target=self._renew_loop, daemon=True)
-        self._renewer.start()
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.renew_every):
-            self.body["renewed_at"] = now_iso()
-            try:
-                if orjson.loads(read_regular(self.path, "lock")).get("token") != self.token:
-                    return  # taken over: not ours to renew any more
-                tmp = self.path.with_name(f"{TMP_PREFIX}{os.urandom(4).hex()}-lock")
-                tmp.write_bytes(orjson.dumps(self.body))
-                tmp.replace(self.path)
-            except (OSError, orjson.JSONDecodeError):
-                return
+        try:
+            held = self._lock.acquire()
+        except FileNotFoundError:
+            raise BackendUnavailable(f"workspace folder {self.path.parent} is missing") from None
+        if not held:
+            b = self._lock.holder()
+            holder = f" by {b.get('writer')} (pid {b.get('pid')} on {b.get('host')})" if b else ""
+            raise LockBusy(
+                f"workspace is locked{holder}; gave up after {self.wait:g}s "
+                f"(a lock older than {self.stale_after:g}s is taken over)"
+            )
 
     def release(self) -> None:
-        self._stop.set()
-        if self._renewer is not None:
-            self._renewer.join(timeout=2)
-        try:
-            if orjson.loads(read_regular(self.path, "lock")).get("token") == self.token:
-                self.path.unlink()
-        except FileNotFoundError:
-            pass
-        except (OSError, orjson.JSONDecodeError) as e:
-            if getattr(e, "errno", None) not in (errno.ENOENT,):
-                with contextlib.suppress(OSError):
-                    self.path.unlink()
+        self._lock.release()
