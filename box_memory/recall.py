@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
@@ -28,7 +29,15 @@ import orjson
 from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
-from box_memory.recall_cache import ENTRY_COLS, ENTRY_FIELDS, WORD_RE, RecallCache, folded, with_cache
+from box_memory.recall_cache import (
+    ENTRY_COLS,
+    ENTRY_FIELDS,
+    WORD_RE,
+    RecallCache,
+    folded,
+    uts_below,
+    with_cache,
+)
 from box_memory.result import Result
 from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace import Workspace
@@ -36,6 +45,10 @@ from box_memory.workspace import Workspace
 DEFAULT_LIMIT = 10
 BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
+WINDOW = 1024  # entries in the first rid range free-text scoring reads (then 1.5x, 2.25x...)
+SMALL = 16 * WINDOW  # up to this many entries, free-text scoring reads them all in one run
+RARE = 1000  # a query token in at most this many (and 1%) of the bodies and of the field postings
+# is scored up front
 MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
 LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)  # as index.LIVE, without importing YAML
 
@@ -278,12 +291,14 @@ class Search:
     """One recall over an up-to-date cache."""
 
     def __init__(self, cache: RecallCache, filters: Filters, include_hidden: bool, limit: int) -> None:
+        self.cache = cache
         self.db = cache.conn
         self.filters = filters
         self.include_hidden = include_hidden or filters.asks_hidden()
         self.limit = limit
         self.now = time.time()
         self.warnings: list[str] = []
+        self.ranges_read = 0  # runs of the free-text scoring statement (`_newest_first`)
 
     def rows(self, where: str, params: dict[str, Any], *, filtered: bool = True) -> list[Row]:
         """Entries matching `where` (named parameters), and the filters unless `filtered=False`."""
@@ -391,13 +406,12 @@ class Search:
         fsql, params = self.filters.where(self.include_hidden, self.now)
         rare = False
         if self.filters.tags:
-            total = self.db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0
             for t in self.filters.tags:
                 n = self.db.execute(
                     "SELECT count(*) FROM tags WHERE tag = :t OR (tag > :lo AND tag < :hi)",
                     {"t": t, "lo": t + "/", "hi": t + "0"},
                 ).fetchone()[0]
-                rare = rare or n * 50 < total
+                rare = rare or n * 50 < self.cache.entry_count()
         if not rare:  # keep the planner on the time index: the tag test becomes a per-row probe
             fsql = fsql.replace("e.rid IN (SELECT rid FROM tags", "+e.rid IN (SELECT rid FROM tags")
         sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {fsql} ORDER BY e.updated_ts DESC, e.id LIMIT :lim"  # noqa: S608
@@ -455,42 +469,59 @@ class Search:
         psql, pparams = self.filters.where(self.include_hidden, self.now, on="postings")
         p.update(pparams)
         parts: list[str] = []
+        word_lists: list[list[str]] = []
         for i, t in enumerate(tokens):
             p[f"b{i}"] = _phrase(t)
             words = [w for (w,) in self.db.execute("SELECT word FROM vocab WHERE instr(word, ?) > 0", (t,))]
+            word_lists.append(words)
             if len(words) == 1:  # one (word, rid) posting per entry: no grouping needed
                 p[f"w{i}"] = words[0]
                 parts.append(
                     f"SELECT p.rid, p.field, p.uts, {1 << i} AS bit FROM postings p "  # noqa: S608
-                    f"WHERE p.word = :w{i} AND {psql}"
+                    f"WHERE p.word = :w{i} AND {{pin}} AND {psql}"
                 )
             elif words:
                 p[f"w{i}"] = orjson.dumps(words).decode()
                 parts.append(
                     f"SELECT p.rid, max(p.field) AS field, p.uts, {1 << i} AS bit FROM postings p "  # noqa: S608
-                    f"WHERE p.word IN (SELECT value FROM json_each(:w{i})) AND {psql} GROUP BY p.rid"
+                    f"WHERE p.word IN (SELECT value FROM json_each(:w{i})) AND {{pin}} AND {psql} "
+                    "GROUP BY p.rid"
                 )
         if not parts:
             return exact
-        if len(tokens) > 1:  # the body is read only for a token no field of the entry holds
-            found = " + ".join(
-                f"((mask & {1 << i}) > 0 OR rid IN (SELECT rowid FROM fts WHERE fts MATCH :b{i}))"  # noqa: S608
-                for i in range(len(tokens))
-            )
-        else:
-            found = "1"
         where = "rid NOT IN (SELECT value FROM json_each(:skip))"
         if self.filters.entry_level():
             esql, eparams = self.filters.where(self.include_hidden, self.now, on="entry-only")
             p.update(eparams)
             where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
-        sql = f"""
-            WITH hit AS ({" UNION ALL ".join(parts)}),
-            per AS MATERIALIZED (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
-            SELECT rid, best, best * 10 + min(9, ({found}) - 1) AS tenths FROM per
-            WHERE {where}
-            ORDER BY tenths DESC, uts DESC, rid LIMIT :lim"""  # noqa: S608
-        top = self.db.execute(sql, p).fetchall()
+
+        def statement(pin: str, body: str) -> str:
+            """The scoring statement over the postings `pin` admits; `body`: token {i}'s body test."""
+            if len(tokens) > 1:  # the body is read only for a token no field of the entry holds
+                found = " + ".join(
+                    f"((mask & {1 << i}) > 0 OR {body.format(i=i)})" for i in range(len(tokens))
+                )
+            else:
+                found = "1"
+            return f"""
+                WITH hit AS ({" UNION ALL ".join(parts).format(pin=pin)}),
+                per AS MATERIALIZED
+                  (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
+                SELECT rid, best, best * 10 + min(9, ({found}) - 1) AS tenths, uts FROM per
+                WHERE {where}
+                ORDER BY tenths DESC, uts DESC, rid LIMIT :lim"""  # noqa: S608
+
+        seed, rare = self._rare_first(tokens, word_lists, p, statement)
+        top = self._newest_first(
+            statement(
+                "p.rid BETWEEN :lo AND :hi",
+                "rid IN (SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid BETWEEN :lo AND :hi)",
+            ),
+            p,
+            # An entry holding none of the rare tokens finds at most the others.
+            40 + min(9, len(tokens) - rare - 1) if rare < len(tokens) else -1,
+            seed,
+        )
         full = {
             r.rid: r
             for r in self.rows(
@@ -500,7 +531,124 @@ class Search:
             )
         }
         on = {4: "title", 3: "slug", 2: "tag"}
-        return exact + [Hit(full[rid], tenths / 10, on[best]) for rid, best, tenths in top if rid in full]
+        return exact + [Hit(full[rid], tenths / 10, on[best]) for rid, best, tenths, _ in top if rid in full]
+
+    def _rare_first(
+        self,
+        tokens: list[str],
+        word_lists: list[list[str]],
+        p: dict[str, Any],
+        statement: Callable[[str, str], str],
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Score the entries that hold a rare query token first: (their best rows, how many of the
+        tokens are rare). A token is rare when at most RARE bodies and RARE field postings (and at
+        most 1% of the entries) hold it; every other entry then finds at most the remaining
+        tokens, which lowers the level older entries are bounded by (the slug of a memory: its
+        one unusual word is in few entries).
+
+        Their body tests go through the rare tokens' own (short) doclists: `t AND (rare...)` for an
+        entry whose body holds a rare token, one rowid lookup per entry for the few that hold one
+        only in a field.
+        """
+        if len(tokens) < 2 or self.cache.entry_count() <= SMALL:
+            return [], 0
+        limit = min(RARE, self.cache.entry_count() // 100)
+        rare: list[int] = []
+        for i, words in enumerate(word_lists):
+            n_body = self.db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
+                {"b": p[f"b{i}"], "m": limit + 1},
+            ).fetchone()[0]
+            n_field = self.db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM postings "
+                "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
+                {"w": orjson.dumps(words).decode(), "m": limit + 1},
+            ).fetchone()[0]
+            if n_body <= limit and n_field <= limit:
+                rare.append(i)
+        if not rare:
+            return [], 0
+        any_rare = " OR ".join(p[f"b{i}"] for i in rare)
+        in_body = {r for (r,) in self.db.execute("SELECT rowid FROM fts WHERE fts MATCH :q", {"q": any_rare})}
+        in_field = {
+            r
+            for (r,) in self.db.execute(
+                "SELECT rid FROM postings WHERE word IN (SELECT value FROM json_each(:w))",
+                {"w": orjson.dumps([w for i in rare for w in word_lists[i]]).decode()},
+            )
+        }
+        q = {**p, "q": _json_ints(in_body | in_field), "qf": _json_ints(in_field - in_body)}
+        for i in range(len(tokens)):
+            q[f"bq{i}"] = f"{p[f'b{i}']} AND ({any_rare})"
+        sql = statement(
+            "p.rid IN (SELECT value FROM json_each(:q))",
+            "(rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR rid IN "
+            "(SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid IN (SELECT value FROM json_each(:qf))))",
+        )
+        return self.db.execute(sql, q).fetchall(), len(rare)
+
+    def _newest_first(
+        self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]]
+    ) -> list[tuple[Any, ...]]:
+        """Run the scoring statement `sql` over rid ranges, newest first, until no older entry can
+        make the cut; the `limit` best (rid, best, tenths, uts) rows, as one run over all entries.
+
+        A rid orders entries by updated time (`recall_cache.RID_SHIFT`), and every posting and body
+        match of an entry carries its rid, so a range's run scores its entries exactly. Once the
+        limit-th best so far outranks what any entry below the range could score - the top level
+        (`top_level` tenths) at an updated time under `uts_below` - the rest is not read. Ranges
+        grow by half from WINDOW entries; a query whose best matches are old reads them all.
+        """
+        hi = self.db.execute("SELECT max(rid) FROM entries").fetchone()[0]
+        got = sorted(seed, key=_rank)[: self.limit]
+        if top_level < 0:
+            return got
+        left = self.cache.entry_count()
+        span = WINDOW if left > SMALL else left  # a small cache is read in one run
+        while hi is not None:
+            # A range leaving less than half its size behind takes the rest too (one run fewer).
+            below = None
+            if left - span >= span // 2:
+                below = self.db.execute(
+                    "SELECT rid FROM src WHERE rid <= :hi ORDER BY rid DESC LIMIT 1 OFFSET :m",
+                    {"hi": hi, "m": span},
+                ).fetchone()
+            lo = below[0] + 1 if below else -(1 << 63)
+            got += self.db.execute(sql, {**p, "lo": lo, "hi": hi}).fetchall()
+            self.ranges_read += 1
+            got = sorted({r[0]: r for r in got}.values(), key=_rank)[: self.limit]
+            if below is None:
+                break
+            if len(got) >= self.limit:
+                tenths, uts = got[-1][2], got[-1][3]
+                bound = uts_below(lo)
+                if tenths > top_level or (
+                    tenths == top_level and uts is not None and (bound is None or uts >= bound)
+                ):
+                    break
+            hi, left, span = lo - 1, left - span, span * 3 // 2
+        return got
+        span = WINDOW
+        while hi is not None:
+            below = self.db.execute(
+                "SELECT rid FROM src WHERE rid <= :hi ORDER BY rid DESC LIMIT 1 OFFSET :m",
+                {"hi": hi, "m": span},
+            ).fetchone()
+            lo = below[0] + 1 if below else -(1 << 63)
+            got += self.db.execute(sql, {**p, "lo": lo, "hi": hi}).fetchall()
+            self.ranges_read += 1
+            got = sorted({r[0]: r for r in got}.values(), key=_rank)[: self.limit]
+            if below is None:
+                break
+            if len(got) >= self.limit:
+                tenths, uts = got[-1][2], got[-1][3]
+                bound = uts_below(lo)
+                if tenths > top_level or (
+                    tenths == top_level and uts is not None and (bound is None or uts >= bound)
+                ):
+                    break
+            hi, span = lo - 1, span * 3 // 2
+        return got
 
     def _body_only(self, tokens: list[str], skip: set[int], k: int) -> list[Hit]:
         """Body-only matches by BM25, scaled to 1..1.9 against the best of them."""
@@ -524,6 +672,12 @@ class Search:
                 {"rids": _json_ints(rids)},
             )
         )
+
+
+def _rank(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """(rid, best, tenths, uts) in the scoring statement's order: tenths, then newest (undated
+    last), then rid."""
+    return (-row[2], row[3] is None, -(row[3] or 0.0), row[0])
 
 
 def _json_ints(values: Any) -> str:

@@ -14,6 +14,7 @@ kept with its signatures, so a warm call re-lists nothing.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sqlite3
@@ -32,8 +33,16 @@ from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
+# An entry's rid (and FTS rowid) orders it by updated time: the rid's high bits are a time
+# bucket of BUCKET_S seconds at or after the entry's, the low RID_SHIFT bits a sequence number
+# (insertion order within the bucket). Recall reads the newest entries first through rowid ranges
+# (`uts_below`). Small buckets and sequences keep rids, and so the FTS doclists' rowid deltas,
+# short; a full bucket spills to the end, which only loosens `uts_below`, never breaks it.
+RID_SHIFT = 6
+BUCKET_S = 1024
+MAX_BUCKET = (1 << (63 - RID_SHIFT)) - 2  # rids stay within SQLite's 64-bit integers
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -108,6 +117,23 @@ def folded(text: str) -> str:
 def _ts(value: object) -> float | None:
     t = parse_time(value)
     return t.timestamp() if t is not None else None
+
+
+def rid_bucket(uts: float | None) -> int:
+    """The time bucket of an entry updated at `uts`: 0 when undated; otherwise one past
+    `uts / BUCKET_S` rounded down, so `uts < bucket * BUCKET_S`."""
+    if uts is None:
+        return 0
+    return min(max(math.floor(uts / BUCKET_S) + 1, 1), MAX_BUCKET)
+
+
+def uts_below(lo: int) -> float | None:
+    """An exclusive bound on the updated time of every entry whose rid is below `lo`: None when
+    they can only be undated, infinity when no bound is known."""
+    bucket = lo >> RID_SHIFT
+    if bucket <= 0:
+        return None
+    return math.inf if bucket >= MAX_BUCKET else float(bucket * BUCKET_S)
 
 
 def signature(ws: Workspace, path: str) -> str | None:
@@ -228,6 +254,7 @@ class RecallCache:
                         self._reread_folder(f, sigs[f])
                 for f in set(rows) - set(folders):
                     self._drop_folder(f)
+                self._count_entries()
                 db.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
@@ -247,6 +274,16 @@ class RecallCache:
         if denied:
             warnings.append(unreadable_warning(denied))
         return warnings
+
+    def _count_entries(self) -> None:
+        """Record how many entries the cache holds (rids are times, not a count), once per change."""
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('entries', (SELECT count(*) FROM entries))")
+
+    def entry_count(self) -> int:
+        row = self.conn.execute("SELECT v FROM meta WHERE k = 'entries'").fetchone()
+        if row is None:
+            return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        return int(row[0])
 
     def _folder_rows(self) -> dict[str, tuple[Any, Any, str]]:
         return {
@@ -331,14 +368,13 @@ class RecallCache:
             ws.store.prefetch(t[2] for t in todo)
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
-        next_rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
         team = ws.folder_team(folder)
         self.unreadable = []
         self._unread: list[str] = []
         self._denied = []
         with task(f"Recall cache: {folder}/", total=len(todo), unit="memories") as bar:
             for start in range(0, len(todo), BATCH):
-                self._insert(folder, team, todo[start : start + BATCH], next_rid + start)
+                self._insert(folder, team, todo[start : start + BATCH])
                 bar.advance(len(todo[start : start + BATCH]))
         warnings += [f"{msg} (recall uses its index entry only)" for msg in self.unreadable]
         self.stats.reread_files += len(todo)
@@ -355,12 +391,32 @@ class RecallCache:
             (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
         )
 
+    def _new_rid(self, uts: float | None, taken: dict[int, int]) -> int:
+        """The next free rid in `uts`'s bucket, or past every rid above it when the bucket is full
+        (`taken`: the last rid given per bucket in this batch, not inserted yet; key -1: the
+        highest)."""
+        bucket = rid_bucket(uts)
+        base, size = bucket << RID_SHIFT, 1 << RID_SHIFT
+        last = taken.get(bucket)
+        if last is None:
+            last = self.conn.execute(
+                "SELECT max(rid) FROM entries WHERE rid BETWEEN ? AND ?", (base, base + size - 1)
+            ).fetchone()[0]
+        rid = base if last is None else last + 1
+        if rid >= base + size:
+            top = self.conn.execute("SELECT max(rid) FROM entries WHERE rid >= ?", (base,)).fetchone()[0]
+            rid = max(top or 0, taken.get(-1, 0)) + 1
+        taken[rid >> RID_SHIFT] = rid
+        taken[-1] = max(taken.get(-1, 0), rid)
+        return rid
+
     def _insert(
-        self, folder: str, team: str, todo: list[tuple[dict[str, Any], str, str, bytes, str | None]], rid: int
+        self, folder: str, team: str, todo: list[tuple[dict[str, Any], str, str, bytes, str | None]]
     ) -> None:
         """Read the memory files of `todo` and add them to every table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
+        taken: dict[int, int] = {}
         for e, mid, path, sig, file_sig in todo:
             try:
                 front, body = self._read_body(path)
@@ -381,6 +437,7 @@ class RecallCache:
             status = str(e.get("status") or "")
             folds = (folded(title), folded(slug), "\n".join(folded(t) for t in tags))
             uts, exp_ts, hidden = _ts(e.get("updated_at")), _ts(expires), int(status in HIDDEN_STATUSES)
+            rid = self._new_rid(uts, taken)
             entries.append(
                 (
                     rid,
@@ -415,7 +472,6 @@ class RecallCache:
             vocab.update(field)
             postings += [(w, rid, f, uts, hidden, exp_ts) for w, f in field.items()]
             tag_rows += [(folded(t), rid) for t in tags]
-            rid += 1
         db = self.conn
         db.executemany(
             "INSERT INTO entries(rid, folder, id, path, file_id, title, title_cf, slug, kind, status, team, "
@@ -466,13 +522,13 @@ class RecallCache:
                     if path.startswith(folder + "/"):
                         st = ws.store.stat(path)
                         file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
-                    rid = (db.execute("SELECT max(rid) FROM entries").fetchone()[0] or 0) + 1
-                    self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)], rid)
+                    self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)])
                     if self.unreadable or self._unread or self._denied:  # a refresh warns: leave it to one
                         raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
                 db.execute("UPDATE folders SET index_sig = ?, dir_sig = ? WHERE folder = ?", (*sigs, folder))
                 done += 1
+            self._count_entries()
             db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
