@@ -97,7 +97,8 @@ def mcp_check_cmd(
                 tokens.access_token()
             except AuthError as e:
                 raise AuthError(f"INCOMPATIBLE: {e}", code=e.code) from None
-        from box_memory.mcp.client import default_url, mcp_check
+        from box_memory.mcp.client import default_url
+        from box_memory.mcp.deepcheck import mcp_check
 
         report = mcp_check(
             url or default_url(),

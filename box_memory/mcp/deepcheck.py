@@ -1,4 +1,7 @@
-"""`mcp-check --deep`: every tool and argument box-memory uses, per feature, against the live catalogue.
+"""`mcp-check`: reachability, auth and the catalogue; `--deep`: every tool and argument box-memory
+uses, per feature, against the live catalogue.
+
+The check is a service over the Box MCP client (mcp/client.py), which knows nothing of it.
 
 Each feature is PASS (every call fits the server's inputSchema, aliases allowed), DEGRADED (an
 optional feature the server cannot serve; the report says what is lost) or INCOMPATIBLE (a
@@ -15,15 +18,23 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from box_memory.errors import BoxMemoryError, Incompatible
+from box_memory.errors import AuthError, BoxMemoryError, Incompatible
+from box_memory.mcp.client import (
+    OPTIONAL_TOOLS,
+    REQUIRED_TOOLS,
+    BoxMCPClient,
+    SleepFn,
+    TokenSource,
+    default_url,
+)
 from box_memory.mcp.schema import ALIASES, shape_args
 from box_memory.result import Result
 
-__all__ = ["FEATURES", "check_features", "check_result", "worst", "write_test"]
+__all__ = ["FEATURES", "CheckReport", "check_features", "check_result", "mcp_check", "worst", "write_test"]
 
 INCOMPATIBLE_EXIT = 4  # cli.md: the Box MCP server is unusable (as BackendUnavailable)
 
@@ -266,3 +277,126 @@ def _deep_problem(r: dict[str, Any]) -> str:
         if not s["ok"]:
             return f"write test failed at {s['step']}: {s.get('error')}"
     return "Box MCP server is not usable"
+
+
+# ---------------------------------------------------------------------------------------------
+# mcp-check: connect once, report what the server offers; --deep and --write-test run the above
+
+_round_trip = write_test  # `mcp_check` takes a parameter of the same name
+
+
+@dataclass
+class CheckReport:
+    """What `mcp-check` found: reachability, auth, and which of box-memory's tools exist."""
+
+    url: str
+    verdict: str = "INCOMPATIBLE"  # PASS | DEGRADED | INCOMPATIBLE
+    reachable: bool = False
+    auth_ok: bool = False
+    required_present: list[str] = field(default_factory=list)
+    required_missing: list[str] = field(default_factory=list)
+    optional_present: list[str] = field(default_factory=list)
+    optional_missing: list[str] = field(default_factory=list)
+    tool_count: int = 0
+    server_name: str | None = None
+    protocol_version: str | None = None
+    user: dict[str, Any] | None = None
+    error: str | None = None
+    error_code: str | None = None
+    features: list[dict[str, Any]] | None = None  # --deep
+    write_test: dict[str, Any] | None = None  # --write-test FOLDER_ID
+
+    def to_dict(self) -> dict[str, Any]:
+        deep: dict[str, Any] = {}
+        if self.features is not None:
+            deep["features"] = self.features
+        if self.write_test is not None:
+            deep["write_test"] = self.write_test
+        return deep | {
+            "url": self.url,
+            "verdict": self.verdict,
+            "reachable": self.reachable,
+            "auth_ok": self.auth_ok,
+            "required_present": list(self.required_present),
+            "required_missing": list(self.required_missing),
+            "optional_present": list(self.optional_present),
+            "optional_missing": list(self.optional_missing),
+            "tool_count": self.tool_count,
+            "server_name": self.server_name,
+            "protocol_version": self.protocol_version,
+            "user": self.user,
+            "error": self.error,
+            "error_code": self.error_code,
+        }
+
+
+def _verdict(report: CheckReport) -> str:
+    if not report.reachable or not report.auth_ok or report.required_missing:
+        return "INCOMPATIBLE"
+    verdict = "DEGRADED" if report.optional_missing else "PASS"
+    for row in report.features or []:
+        verdict = worst(verdict, row["verdict"])
+    if report.write_test is not None:
+        verdict = worst(verdict, report.write_test["verdict"])
+    return verdict
+
+
+def mcp_check(
+    url: str | None,
+    token_source: TokenSource | str | None,
+    *,
+    timeout: float = 15.0,
+    max_retries: int = 2,
+    sleep: SleepFn | None = None,
+    deep: bool = False,
+    write_test: str | None = None,
+) -> CheckReport:
+    """Connect once and report what box-memory can do with this server; never raises for Box problems.
+
+    `deep` checks every tool and argument box-memory uses, per feature; `write_test` (a Box folder
+    id) also does a write round trip in a scratch folder created there.
+    """
+    report = CheckReport(url=url or default_url())
+    if not token_source:
+        report.error, report.error_code = "no Box access token - run `box-memory auth login`", AuthError.code
+        return report
+    try:
+        with BoxMCPClient(
+            report.url,
+            token_source,
+            timeout=timeout,
+            max_retries=max_retries,
+            sleep=sleep,
+            catalogue_cache=False,  # the check is about the live server, not yesterday's answer
+        ) as box:
+            report.reachable = True
+            report.auth_ok = True
+            report.tool_count = len(box.tools)
+            report.server_name = box.server_name
+            report.protocol_version = box.protocol_version
+            report.required_present = [t for t in REQUIRED_TOOLS if box.has_tool(t)]
+            report.required_missing = [t for t in REQUIRED_TOOLS if not box.has_tool(t)]
+            report.optional_present = [t for t in OPTIONAL_TOOLS if box.has_tool(t)]
+            report.optional_missing = [t for t in OPTIONAL_TOOLS if not box.has_tool(t)]
+            if box.has_tool("who_am_i"):
+                try:
+                    me = box.call("who_am_i", {})
+                except AuthError as exc:
+                    report.auth_ok = False
+                    report.error, report.error_code = str(exc), exc.code
+                except BoxMemoryError as exc:  # the catalogue answered; note it, keep the verdict
+                    report.error, report.error_code = str(exc), exc.code
+                else:
+                    if isinstance(me, dict):
+                        report.user = {k: me.get(k) for k in ("id", "name", "login") if k in me}
+            if (deep or write_test) and report.auth_ok:
+                report.features = check_features(box.tools)
+                if write_test and not report.required_missing:
+                    report.write_test = _round_trip(box, write_test)
+    except AuthError as exc:
+        report.reachable = True
+        report.error, report.error_code = str(exc), exc.code
+    except BoxMemoryError as exc:
+        report.error, report.error_code = str(exc), exc.code
+    report.verdict = _verdict(report)
+    return report

@@ -24,9 +24,9 @@ from box_memory.mcp.client import (
     READ_TOOLS,
     REQUIRED_TOOLS,
     BoxMCPClient,
-    mcp_check,
     redact,
 )
+from box_memory.mcp.deepcheck import mcp_check
 from box_memory.mcp.payload import conflicts, listing
 
 TOKEN = "test-token-0123456789"
