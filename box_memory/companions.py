@@ -3,7 +3,7 @@
 Binaries are never chunked, embedded or read whole: they are streamed once, in 1 MiB chunks,
 through sha256 (the pin) and sha1 (what Box reports for a file, so a cloud workspace can check
 staleness without a download). A companion is written through the same commit step as every
-memory (`memories.commit_memory`); regenerating one supersedes the old companion, which moves to
+memory (`commit.commit_memory`); regenerating one supersedes the old companion, which moves to
 `_archive/companions/<binary-name>.<old id>.md` so the new one can take the canonical name.
 
 Where a companion lives (format spec section 4):
@@ -922,7 +922,7 @@ def _binary_name(c: Companion) -> str:
 
 
 def _user_body(title: str, content: str | bytes, cf: dict[str, Any], previous: Companion | None) -> str:
-    from box_memory.memories import check_content, render_body
+    from box_memory.commit import check_content, render_body
 
     body = render_body(title, check_content(content))
     if "## Hash chain" not in body:
@@ -937,7 +937,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
     must not hold other writers back); under the lock the existing companion is found again, and
     the new one is committed through the shared memory write step.
     """
-    from box_memory.memories import (
+    from box_memory.commit import (
         Located,
         Supersede,
         check_supersedable,
@@ -959,7 +959,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
     except InvalidInput as e:
         raise InvalidInput(f"binary name {binary.name!r} cannot name a companion: {e}") from None
     if req.body is not None:
-        from box_memory.memories import check_content
+        from box_memory.commit import check_content
 
         check_content(req.body)
     try:

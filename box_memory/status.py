@@ -152,7 +152,7 @@ def _warnings(d: dict[str, Any]) -> list[str]:
 def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str, Any]:
     """Everything `status` reports, as data."""
     from box_memory import names
-    from box_memory.memories import unmerged_copies
+    from box_memory.commit import unmerged_copies
 
     unreadable: list[str] = []
     indexes, problems = read_indexes(ws, unreadable)

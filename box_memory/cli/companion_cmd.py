@@ -78,8 +78,8 @@ def companion_cmd(
 
 
 def _read_body(body: str | None) -> str | bytes | None:
+    from box_memory.commit import MAX_CONTENT_BYTES
     from box_memory.errors import InvalidInput
-    from box_memory.memories import MAX_CONTENT_BYTES
 
     if body != "-":
         return body

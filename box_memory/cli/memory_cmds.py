@@ -73,8 +73,8 @@ def _init_lines(data: dict[str, Any]) -> list[str]:
 
 
 def _read_content(content: str | None) -> str | bytes:
+    from box_memory.commit import MAX_CONTENT_BYTES
     from box_memory.errors import InvalidInput
-    from box_memory.memories import MAX_CONTENT_BYTES
 
     if content is None:
         raise InvalidInput("no content: pass it as an argument, or '-' to read stdin")
@@ -131,7 +131,7 @@ def write_cmd(
 
         body = _read_content(content)
         if isinstance(body, bytes):
-            from box_memory.memories import check_content
+            from box_memory.commit import check_content
 
             body = check_content(body)
         ws = open_workspace(o.workspace)

@@ -105,9 +105,9 @@ def test_cloud_index_failure_after_commit_is_a_warning_and_the_retry_is_idempote
     """Box goes away right after the memory file is uploaded (a real server stop, at our own
     crash-point seam): the write reports the memory saved (exit 0, a warning); the identical retry
     is recognised as done, and completes the index."""
-    from box_memory import memories
+    from box_memory import commit
 
-    real = memories.crash_point
+    real = commit.crash_point
 
     def box_dies(step: str) -> None:
         real(step)
@@ -115,11 +115,11 @@ def test_cloud_index_failure_after_commit_is_a_warning_and_the_retry_is_idempote
             emu.stop()
 
     monkeypatch.setenv("BOX_MEMORY_LOCK_STALE_S", "2")  # the lock Box could not be told about
-    monkeypatch.setattr(memories, "crash_point", box_dies)
+    monkeypatch.setattr(commit, "crash_point", box_dies)
     first = cloud.run("write", "The deploy window is Tuesday.", "--title", "Deploy window")
     assert first["exit_code"] == 0
     assert any("is saved, but updating the indexes failed" in w for w in first["warnings"]), first
-    monkeypatch.setattr(memories, "crash_point", real)
+    monkeypatch.setattr(commit, "crash_point", real)
     emu.start()
     time.sleep(2.2)
     again = cloud.run("write", "The deploy window is Tuesday.", "--title", "Deploy window")
@@ -187,10 +187,10 @@ def test_cloud_retried_supersede_after_box_went_away_is_idempotent(
 ) -> None:
     """Box stops right after the new memory of a supersede is uploaded: the retry returns that
     memory and marks the old one superseded by it, instead of writing a second successor."""
-    from box_memory import memories
+    from box_memory import commit
 
     old = cloud.data("write", "The deploy window is Monday.", "--title", "Deploy window")
-    real = memories.crash_point
+    real = commit.crash_point
 
     def box_dies(step: str) -> None:
         real(step)
@@ -198,11 +198,11 @@ def test_cloud_retried_supersede_after_box_went_away_is_idempotent(
             emu.stop()
 
     monkeypatch.setenv("BOX_MEMORY_LOCK_STALE_S", "2")
-    monkeypatch.setattr(memories, "crash_point", box_dies)
+    monkeypatch.setattr(commit, "crash_point", box_dies)
     args = ("write", "The deploy window is Tuesday.", "--supersedes", old["id"])
     first = cloud.run(*args)
     assert any("is saved, but updating the indexes failed" in w for w in first["warnings"]), first
-    monkeypatch.setattr(memories, "crash_point", real)
+    monkeypatch.setattr(commit, "crash_point", real)
     emu.start()
     time.sleep(2.2)
     again = cloud.data(*args)
