@@ -29,6 +29,7 @@ from box_memory.index import (
     build_maps,
     carry_over,
     crash_point,
+    entry_changes,
     is_memory_file,
     load_index,
     parse_index,
@@ -43,27 +44,6 @@ from box_memory.store.base import AlreadyExists, Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
 ARCHIVE_DIR = "_archive/index-conflicts"
-# Entry fields compared by `--check`; a field missing from the current entry (older plugin
-# indexes have no `local_path` or `superseded_by`) is not counted as a change.
-COMPARED = (
-    "filename",
-    "local_path",
-    "title",
-    "slug",
-    "kind",
-    "status",
-    "team",
-    "tags",
-    "related",
-    "companion_for",
-    "sha256",
-    "size_bytes",
-    "created_at",
-    "updated_at",
-    "superseded_by",
-    "expires_at",
-    "file_id",
-)
 
 
 def is_conflict_copy(name: str) -> bool:
@@ -331,25 +311,6 @@ def rescan_folder(ws: Workspace, idx: FolderIndex) -> FolderScan:
 
 
 # --- comparing ------------------------------------------------------------------------------
-
-
-def _norm(v: Any) -> Any:
-    return None if v in (None, "", []) else v
-
-
-def entry_changes(cur: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Fields that differ between an indexed entry and the one a rebuild would write."""
-    out = []
-    if cur == new:
-        return []
-    for f in COMPARED:
-        if f not in cur:
-            continue
-        if f == "file_id" and not (cur.get(f) and new.get(f)):
-            continue
-        if _norm(cur.get(f)) != _norm(new.get(f)):
-            out.append(f)
-    return out
 
 
 def diff_entries(
