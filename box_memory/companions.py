@@ -33,13 +33,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound, Unreadable
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
+from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.safeio import UnreadableFile
 from box_memory.store.base import Entry, as_box_tools, clean_path, join
@@ -731,6 +732,20 @@ def stale_list(ws: Workspace, team: str | None = None) -> Result:
         rows = [r for r in rows if str(r["path"]).startswith(f"teams/{team}/")]
     data = {"checked": checked, "stale": rows, "count": len(rows)}
     return Result(data, warnings=problems, exit_code=INTEGRITY_EXIT if rows else 0)
+
+
+@dataclass
+class CheckRequest:
+    """The MCP `companion_check` tool's parameters."""
+
+    file: Annotated[
+        str,
+        Param(
+            "The binary: a path inside the workspace (e.g. files/report.pdf) or an absolute path.",
+            min_length=1,
+        ),
+    ]
+    team: Annotated[str | None, Param("The team whose files/ holds the binary.")] = None
 
 
 def check_companion(ws: Workspace, file: str, *, team: str | None = None, cwd: Path | None = None) -> Result:

@@ -6,13 +6,27 @@ layer never imports the companion layer (which writes through it).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from box_memory.companions import stale_companions
 from box_memory.errors import InvalidFile
+from box_memory.params import Param
 from box_memory.rebuild import rebuild, target_folders
 from box_memory.result import Result
 from box_memory.workspace import Workspace
+
+
+@dataclass
+class RebuildRequest:
+    """The MCP `index_rebuild` tool's parameters (the command's FOLDER and options)."""
+
+    folder: Annotated[
+        str | None, Param("Only this folder (e.g. memories/, teams/eng/memories/ or teams/eng).")
+    ] = None
+    team: Annotated[str | None, Param("Only this team's folders.")] = None
+    check: Annotated[bool, Param("Write nothing; report drift (exit_code 6 when found).")] = False
+    companions_only: Annotated[bool, Param("Only the companion folders.")] = False
 
 
 def index_rebuild(

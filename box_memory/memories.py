@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from box_memory import frontmatter
 from box_memory.commit import (
@@ -54,6 +54,7 @@ from box_memory.model import (
     parse_time,
 )
 from box_memory.names import fit_slug
+from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace import Workspace
@@ -73,8 +74,6 @@ def infer_kind(content: str) -> str:
     if _TASK_RE.search(content):
         return "task"
     return "note"
-
-
 
 
 def check_agent(agent: str | None) -> str | None:
@@ -97,8 +96,6 @@ def check_tag(tag: str) -> str:
     return norm
 
 
-
-
 def parse_source(text: str) -> dict[str, str]:
     m = _SOURCE_RE.match(text.strip())
     if not m or not m.group(2).strip():
@@ -115,8 +112,6 @@ def parse_related(text: str) -> str:
 
 def memory_filename(kind: str, slug: str) -> str:
     return f"{kind}__{slug}.md"
-
-
 
 
 INPUT_META_KEYS = (
@@ -152,22 +147,40 @@ def split_input(content: str) -> tuple[dict[str, Any], str]:
 
 @dataclass
 class WriteRequest:
-    content: str
-    title: str
-    kind: str | None = None
-    tags: list[str] = field(default_factory=list)
-    team: str | None = None
-    status: str = "active"
-    supersedes: str | None = None
-    related: list[str] = field(default_factory=list)
-    confidence: float | None = None
-    agent: str | None = None
-    sources: list[str] = field(default_factory=list)
-    new_slug: bool = False
+    """A write. The fields with a `Param` are the MCP `write` tool's parameters (its schema is
+    derived from them); `links` and `extra_meta` are for importers and integrations."""
+
+    content: Annotated[
+        str, Param("The memory text (may start with YAML frontmatter carrying its fields).", min_length=1)
+    ]
+    title: Annotated[
+        str | None,
+        Param(
+            "Title; required unless the content's frontmatter has one or supersedes is given "
+            "(a replacement keeps the replaced memory's title, kind, tags, team and related unless set)."
+        ),
+    ] = None
+    kind: Annotated[
+        str | None,
+        Param(
+            "When absent: the replaced memory's kind with supersedes, else inferred as "
+            "decision, task or note (never fact/observation/reference).",
+            choices=KINDS,
+        ),
+    ] = None
+    tags: Annotated[list[str], Param("Tags (normalised to lowercase-kebab).")] = field(default_factory=list)
+    team: Annotated[str | None, Param("Team folder to write into (default team when absent).")] = None
+    status: Annotated[
+        str, Param("active, or draft for a memory not yet settled.", choices=WRITABLE_STATUSES)
+    ] = "active"
+    supersedes: Annotated[str | None, Param("Id (mem_...) of the memory this one replaces.")] = None
+    related: Annotated[list[str], Param('Related memories as "[[Title]]".')] = field(default_factory=list)
+    confidence: Annotated[float | None, Param("How sure the writer is, 0..1.", ge=0, le=1)] = None
+    agent: Annotated[str | None, Param("Agent or person writing.")] = None
+    sources: Annotated[list[str], Param("Provenance as TYPE:REF.")] = field(default_factory=list)
+    new_slug: Annotated[bool, Param("Keep both when a memory with this title exists already.")] = False
     links: list[dict[str, str]] = field(default_factory=list)
     extra_meta: dict[str, Any] = field(default_factory=dict)
-
-
 
 
 def _find_by_id(indexes: list[FolderIndex], mem_id: str) -> Located | None:
@@ -232,16 +245,6 @@ def _merge_input_meta(req: WriteRequest, given: dict[str, Any]) -> WriteRequest:
         links=links,
         extra_meta=extra,
     )
-
-
-
-
-
-
-
-
-
-
 
 
 def _earlier_attempt(
@@ -425,9 +428,10 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
     if given:
         req = _merge_input_meta(req, given)
         content = check_content(content)
-    if not req.title.strip() and not req.supersedes:
+    asked = req.title or ""
+    if not asked.strip() and not req.supersedes:
         raise InvalidInput("--title is required")
-    title = validate_title(req.title) if req.title.strip() else ""
+    title = validate_title(asked) if asked.strip() else ""
     kind = check_kind(req.kind) if req.kind else None
     # An archived memory is written only as the successor of the one it retires (Box Brain review).
     status = check_status(req.status, WRITABLE_STATUSES + (("archived",) if req.supersedes else ()))
@@ -441,10 +445,6 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
         raise InvalidInput(f"--supersedes needs a memory id (mem_...), got {req.supersedes!r}")
     folder = ws.memories_folder(team)
     return Prepared(req, content, title, kind, status, tags, related, sources, confidence, team, folder)
-
-
-
-
 
 
 @dataclass
@@ -745,6 +745,14 @@ def _archived_links(ws: Workspace, archive: dict[str, str]) -> dict[str, dict[st
             "local_path": path,
         }
     return rows
+
+
+@dataclass
+class GetRequest:
+    """The MCP `get` tool's parameters."""
+
+    ref: Annotated[str, Param("Memory id, [[Title]], slug or Box file id.", min_length=1)]
+    history: Annotated[bool, Param("Also return the whole supersede chain.")] = False
 
 
 def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> Result:

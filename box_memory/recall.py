@@ -21,14 +21,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 
 from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
 from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
+from box_memory.params import Param
 from box_memory.recall_cache import (
     ENTRY_COLS,
     ENTRY_FIELDS,
@@ -43,6 +45,7 @@ from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace import Workspace
 
 DEFAULT_LIMIT = 10
+MAX_LIMIT = 200  # hits one MCP recall call may ask for (the command takes any number)
 BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
 WINDOW = 1024  # entries in the first rid range free-text scoring reads (then 1.5x, 2.25x...)
@@ -69,35 +72,40 @@ _STRUCT_RE = re.compile(r"^(kind|tag|team|status):(\S+)$", re.IGNORECASE)
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 
 
+@dataclass
 class RecallRequest:
-    """What to recall. `include_superseded=None` lets the workspace setting decide."""
+    """What to recall. `include_superseded=None` lets the workspace setting decide. The `Param`
+    fields are the MCP `recall` tool's parameters (its schema is derived from them)."""
 
-    def __init__(
-        self,
-        query: str,
-        *,
-        kind: str | None = None,
-        tags: list[str] | None = None,
-        team: str | None = None,
-        status: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = DEFAULT_LIMIT,
-        include_superseded: bool | None = None,
-        full: bool = False,
-        brain: bool = True,
-    ) -> None:
-        self.query = query
-        self.kind = kind
-        self.tags = list(tags or [])
-        self.team = team
-        self.status = status
-        self.since = since
-        self.until = until
-        self.limit = limit
-        self.include_superseded = include_superseded
-        self.full = full
-        self.brain = brain
+    query: Annotated[
+        str,
+        Param(
+            "mem_ id, Box file id, [[Title]], slug, kind:/tag:/team:/status: filters, or free text;"
+            " may be empty when a filter (kind, tags, team, status, since, until) is given."
+        ),
+    ] = ""
+    kind: Annotated[str | None, Param("Only this kind.", choices=KINDS)] = None
+    tags: Annotated[list[str], Param("Only memories with all of these tags.")] = field(default_factory=list)
+    team: Annotated[str | None, Param("Only this team.")] = None
+    status: Annotated[str | None, Param("Only this status.", choices=STATUSES)] = None
+    since: Annotated[str | None, Param("updated_at on or after this date (ISO 8601).")] = None
+    until: Annotated[str | None, Param("updated_at on or before this date (ISO 8601).")] = None
+    limit: Annotated[int, Param("At most this many hits.", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT
+    include_superseded: Annotated[
+        bool | None,
+        Param(
+            "Also show superseded, archived and expired memories (flagged); "
+            "null follows the workspace setting."
+        ),
+    ] = None
+    full: Annotated[
+        bool,
+        Param(
+            "Also return the best match's whole file (data.full.content): use it for "
+            "'what did we decide about X' questions to get the answer in one call."
+        ),
+    ] = False
+    brain: Annotated[bool, Param("Include Box Brain (source-backed) hits.")] = True
 
 
 class RecallResult:
@@ -744,6 +752,24 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
 
 
 # --- the entry point ------------------------------------------------------------------------
+
+
+BRAIN_MAX = 50  # hits one MCP brain_search call may ask for
+
+
+@dataclass
+class BrainSearchRequest:
+    """The MCP `brain_search` tool's parameters."""
+
+    query: Annotated[str, Param("Words to find in imported Box documents.", min_length=1)]
+    limit: Annotated[int, Param("At most this many hits.", ge=1, le=BRAIN_MAX)] = BRAIN_LIMIT
+
+
+def brain_search(ws: Workspace, req: BrainSearchRequest) -> Result:
+    """Imported Box documents only: the same seam recall's Box Brain section reads, so both
+    always agree."""
+    hits = brain_hits(ws, req.query, req.limit)
+    return Result({"query": req.query, "limit": req.limit, "count": len(hits), "hits": hits})
 
 
 def brain_hits(

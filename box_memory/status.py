@@ -8,11 +8,13 @@ cheap by default (one folder listing per index); `check_indexes` adds the full `
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
 from box_memory.model import parse_time
+from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
@@ -85,6 +87,13 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     total = sum(len(i.entries) for i in indexes)
     lagging = (t is None or (newest is not None and newest > t)) or roll.get("entry_count") != total
     return {"state": "lagging" if lagging else "ok", "updated_at": roll.get("updated_at"), "entries": total}
+
+
+@dataclass
+class StatusRequest:
+    """The MCP `status` tool's parameters."""
+
+    check_indexes: Annotated[bool, Param("Also compare every index with its files.")] = False
 
 
 def status(
