@@ -18,6 +18,7 @@ own error (each names what is busy). Only the standard library, model and safeio
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 from pathlib import Path
@@ -65,6 +66,30 @@ def _kernel_unlock(fd: int) -> None:
         return
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _put_back(src: Path, dst: Path, mode: int) -> None:
+    """Recreate `dst` with `src`'s bytes unless something holds the name: a hard link, or an
+    exclusive create where the file system has none (exFAT, some network and Box Drive volumes)."""
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.EMLINK,
+            errno.EXDEV,
+            errno.ENOSYS,
+        ):
+            raise
+        data = read_regular(src, "lock")
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _loads(raw: bytes) -> dict[str, Any] | None:
@@ -243,7 +268,7 @@ class FileLock:
             if read_regular(aside, "lock") != seen:
                 # We moved a lock someone renewed or re-created meanwhile: put it back if we can.
                 with contextlib.suppress(OSError):
-                    os.link(aside, self.path)
+                    _put_back(aside, self.path, self.mode)
         finally:
             aside.unlink(missing_ok=True)
 
@@ -259,4 +284,3 @@ class FileLock:
                 tmp.replace(self.path)
             except OSError:
                 return
-

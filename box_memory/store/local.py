@@ -44,6 +44,32 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def _claim_then_replace(tmp: Path, target: Path, path: str) -> None:
+    """No-clobber create without a hard link: O_EXCL claims the name, the rename fills it."""
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        raise AlreadyExists(f"{path} already exists") from None
+    try:
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                injected_failure("replace", target)
+                tmp.replace(target)  # a virus scanner or Box Drive may be looking at the claim
+                return
+            except PermissionError as e:
+                if delay is None:
+                    raise FileBusy(
+                        f"{path} could not be created after {len(RETRY_DELAYS_S) + 1} tries "
+                        f"({e.strerror}): another program holds it open"
+                    ) from None
+                time.sleep(delay)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if target.stat().st_size == 0:  # still our empty claim: never leave it behind
+                target.unlink()
+        raise
+
+
 def lock_settings() -> tuple[float, float, float]:
     """(stale_after, wait, renew_every) seconds; env overrides exist so tests can be quick."""
     return settings.lock_timing()
@@ -234,9 +260,10 @@ class LocalStore:
         """Create-or-fail with the full content visible at once (link the finished temp file).
 
         A name that differs only in case or Unicode normalisation is the same file on Box, macOS
-        and Windows, so it counts as existing here too. Where hard links are not supported (a
-        File Provider mount), the temp file is renamed into place after the same check: callers
-        hold the workspace lock, so no other box-memory writer races it.
+        and Windows, so it counts as existing here too. Where hard links are not supported (exFAT,
+        FAT, some network and File Provider volumes), the name is claimed with an exclusive create
+        (which fails if anything holds it, even a file that appeared a moment ago) and the
+        finished temp file is renamed over that empty claim.
         """
         target = self._new(path)
         if (other := self._taken(target)) is not None:
@@ -250,9 +277,7 @@ class LocalStore:
         except OSError as e:
             if e.errno not in _NO_LINK:
                 raise
-            if os.path.lexists(target):
-                raise AlreadyExists(f"{path} already exists") from None
-            tmp.replace(target)
+            _claim_then_replace(tmp, target, path)
         finally:
             tmp.unlink(missing_ok=True)
         if seen is not None and self._listed.get(target.parent) is seen:
