@@ -418,6 +418,7 @@ class RecallCache:
         vocab: set[str] = set()
         taken: dict[int, int] = {}
         for e, mid, path, sig, file_sig in todo:
+            unread = len(self._unread)
             try:
                 front, body = self._read_body(path)
             except ContentUnverified as err:
@@ -426,6 +427,7 @@ class RecallCache:
             except Unreadable:
                 self._denied.append(path)
                 continue
+            read = len(self._unread) == unread
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
                 m = _EXPIRES.search(front)
@@ -461,7 +463,7 @@ class RecallCache:
                     folds[2],
                 )
             )
-            srcs.append((rid, sig, file_sig))
+            srcs.append((rid, sig if read else b"", file_sig))  # b"": never equal, read next time
             bodies.append((rid, body))
             # The words of title, slug and tags, each with the best field holding it (title 4,
             # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the

@@ -109,3 +109,13 @@ def test_a_file_that_cannot_be_read_is_a_warning_never_a_failure_an_orphan_or_a_
     assert {k: after.get(k) for k in kept} == {k: before[k] for k in kept}  # nothing lost or rewritten
     code, env = bm("index-rebuild", "--check", "-w", str(ws), fail_read=held)
     assert code == 0, env
+
+
+def test_recall_reads_a_file_again_once_it_can_be_read(ws):
+    path = next((ws / "memories").glob("note__*.md")).name
+    code, env = bm("recall", "body", "-w", str(ws), fail_read=f"{path}:999")
+    assert code == 0 and env["data"]["hits"] == []  # "body" is only in the file, not in its index entry
+    assert [w for w in env["warnings"] if path in w and "could not be read" in w]
+    code, env = bm("recall", "body", "-w", str(ws))
+    assert code == 0 and env["warnings"] == []
+    assert [h["title"] for h in env["data"]["hits"]] == ["First"]
