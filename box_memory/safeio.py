@@ -12,8 +12,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from box_memory import settings
 from box_memory.errors import InvalidFile
@@ -54,6 +57,15 @@ class ReadFailed(UnreadableFile):
     code = "read_failed"
 
 
+class ReadTimedOut(ReadFailed):
+    """A read that did not finish in time: Box Drive (or the file system under it) did not deliver
+    the file, typically an online-only file it is still downloading, or cannot download while
+    offline. The read is left behind in its worker thread; nothing waits for it again."""
+
+    code = "read_timeout"
+    exit_code = 4  # the backend (Box Drive) did not deliver: cli.md's "backend unavailable"
+
+
 # Errors worth retrying: the file is there but someone else has it, or it is not local yet.
 BUSY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EAGAIN, errno.EBUSY, errno.ETIMEDOUT, errno.EDEADLK}
 RETRY_DELAYS_S = (0.05, 0.1, 0.2, 0.4, 0.8)  # bounded back-off: 6 tries over about 1.5 s
@@ -62,6 +74,7 @@ RETRY_DELAYS_S = (0.05, 0.1, 0.2, 0.4, 0.8)  # bounded back-off: 6 tries over ab
 # Test hook: `BOX_MEMORY_FAIL_READ` / `BOX_MEMORY_FAIL_REPLACE` (settings.injected_faults), read once
 # per process so that each injected failure is counted down.
 _FAULTS = {op: settings.injected_faults(op) for op in ("read", "replace")}
+_HANGS = settings.injected_hangs()  # test hook BOX_MEMORY_HANG_READ
 
 
 def injected_failure(op: str, path: str | Path) -> None:
@@ -74,6 +87,16 @@ def injected_failure(op: str, path: str | Path) -> None:
         if left > 0 and (p == name or p.endswith("/" + name)):
             faults[name] = left - 1
             raise PermissionError(errno.EACCES, f"injected {op} failure", p)
+
+
+def injected_hang(path: str | Path) -> None:
+    """Stall the read a test asked to hang (see _HANGS); free when unset."""
+    if not _HANGS:
+        return
+    p = str(path).replace("\\", "/")
+    for name, secs in _HANGS.items():
+        if p == name or p.endswith("/" + name):
+            time.sleep(secs)
 
 
 def kind_for(name: str) -> str:
@@ -163,12 +186,20 @@ def read_regular(path: str | Path, kind: str, label: str | None = None, *, follo
     """The whole content of a regular file of at most LIMITS[kind] bytes, or UnreadableFile.
 
     A read refused as busy (BUSY_ERRNOS) is retried with bounded back-off, then raises ReadFailed.
+    A read of a file Box Drive may have to download first (see `_watched`) runs in a worker
+    thread and is given up after `read_timeout()` seconds with ReadTimedOut.
     """
     where = label or str(path)
+    watch = _watched(path)
     for delay in (*RETRY_DELAYS_S, None):
         try:
             injected_failure("read", path)
-            return _read_once(path, kind, where, follow)
+            if not watch:
+                try:
+                    return _read_once(path, kind, where, follow, inline=True)
+                except _NotLocal:
+                    watch = True  # a placeholder outside the known Box Drive folders
+            return _timed(_read_once, (path, kind, where, follow), where)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise
         except OSError as e:
@@ -186,10 +217,13 @@ def read_regular(path: str | Path, kind: str, label: str | None = None, *, follo
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _read_once(path: str | Path, kind: str, where: str, follow: bool) -> bytes:
+def _read_once(path: str | Path, kind: str, where: str, follow: bool, *, inline: bool = False) -> bytes:
     cap = LIMITS[kind]
+    injected_hang(path)
     fd, size = open_regular(path, where, follow=follow)
     try:
+        if inline and _NOT_LOCAL_FLAGS and _not_local(os.fstat(fd)):
+            raise _NotLocal
         if size > cap:
             raise too_large(where, kind, size)
         chunks: list[bytes] = []
@@ -206,3 +240,155 @@ def _read_once(path: str | Path, kind: str, where: str, follow: bool) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+# ---- Reads that may hang -------------------------------------------------------------------
+# Box Drive serves an online-only file on demand: the first read waits while it downloads, which
+# can take long, or forever when the network is gone (macOS File Provider "dataless" files,
+# https://developer.apple.com/documentation/fileprovider; Windows cloud placeholders,
+# https://learn.microsoft.com/windows/win32/cfapi/cloud-files-api-portal). A blocked read cannot
+# be interrupted, so such a read runs in a daemon worker thread and the caller waits at most
+# `read_timeout()` seconds; a read that does not finish is left to its thread (it exits with
+# the process) and the caller gets ReadTimedOut. Reads of files that cannot be placeholders stay
+# in the calling thread: handing a read to a worker costs 15-50 us, against ~120 us per file for
+# a whole cold recall-cache build (bench/RESULTS.md, "Box Drive: read timeout").
+
+# Once reads are stuck (timed out, still not returned), later reads wait less: with 1-3 stuck at
+# most 5 s, with 4-63 stuck 0.5 s (ample for a file that is on this machine), and with 64 stuck
+# none is started. So a command ends in bounded time however many files hang: at most
+# 30 + 3 x 5 + 60 x 0.5 = 75 s of waiting with the defaults.
+STUCK_WAITS = ((4, 0.5), (1, 5.0))
+MAX_STUCK = 64
+
+# st_flags SF_DATALESS (macOS <sys/stat.h>: "file is dataless object"); Windows attributes
+# FILE_ATTRIBUTE_OFFLINE, RECALL_ON_OPEN and RECALL_ON_DATA_ACCESS (winnt.h).
+_SF_DATALESS = 0x40000000
+_WIN_NOT_LOCAL = 0x00001000 | 0x00040000 | 0x00400000
+_NOT_LOCAL_FLAGS = sys.platform == "darwin" or os.name == "nt"
+
+
+class _NotLocal(Exception):
+    """Raised inside an inline read that turns out to be of a placeholder: redo it timed."""
+
+
+def _not_local(st: os.stat_result) -> bool:
+    """Whether the file system says the file's content is not on this machine yet."""
+    flags = getattr(st, "st_flags", 0) or 0
+    attrs = getattr(st, "st_file_attributes", 0) or 0
+    return bool(flags & _SF_DATALESS or attrs & _WIN_NOT_LOCAL)
+
+
+def read_timeout() -> float:
+    """`BOX_MEMORY_READ_TIMEOUT_S` (settings.read_timeout_s: default 30; 0 turns the timeout off)."""
+    return settings.read_timeout_s()
+
+
+_in_box_drive: dict[str, bool] = {}
+
+
+def _watched(path: str | Path) -> bool:
+    """Whether a read of `path` is timed: the file is inside a Box Drive folder (whatever Box
+    Drive's version: the older kernel-extension drive shows no placeholder flags). Answered once
+    per folder."""
+    folder = os.path.dirname(path)  # noqa: PTH120 - strings: this runs for every read
+    hit = _in_box_drive.get(folder)
+    if hit is None and not os.path.isabs(folder):  # noqa: PTH117
+        folder = os.path.abspath(folder)  # noqa: PTH100
+        hit = _in_box_drive.get(folder)
+    if hit is None:
+        from box_memory.names import box_drive_root_of
+
+        try:
+            hit = box_drive_root_of(Path(folder)) is not None
+        except OSError:
+            hit = False
+        _in_box_drive[folder] = hit
+    return hit and read_timeout() > 0
+
+
+class _Job:
+    __slots__ = ("args", "done", "error", "fn", "left", "result")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        import _thread
+
+        self.fn, self.args = fn, args
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.left = False  # the caller stopped waiting
+
+
+class _Readers:
+    """Daemon worker threads, kept between reads; one more is started when none is idle (a
+    stuck read keeps its thread)."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self.pid = os.getpid()  # a forked child has none of these threads: it starts its own
+        self.mutex = threading.Lock()
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.idle = 0
+        self.stuck = 0
+
+    def _work(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                job.result = job.fn(*job.args)
+            except BaseException as e:  # handed to the caller
+                job.error = e
+            job.done.release()
+            with self.mutex:
+                if job.left:
+                    self.stuck -= 1
+                self.idle += 1
+
+    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], where: str, timeout: float) -> Any:
+        import threading
+
+        with self.mutex:
+            if self.stuck >= MAX_STUCK:
+                raise ReadTimedOut(
+                    f"{where} was not read: {self.stuck} earlier reads are still waiting for Box "
+                    "Drive, which may be offline or still downloading"
+                )
+            wait = next((min(timeout, w) for n, w in STUCK_WAITS if self.stuck >= n), timeout)
+            if self.idle:
+                self.idle -= 1
+                start = False
+            else:
+                start = True
+        job = _Job(fn, args)
+        if start:
+            threading.Thread(target=self._work, name="box-memory-read", daemon=True).start()
+        self.jobs.put(job)
+        if not job.done.acquire(timeout=wait):
+            with self.mutex:
+                if not job.done.acquire(blocking=False):
+                    job.left = True
+                    self.stuck += 1
+            if job.left:
+                raise ReadTimedOut(
+                    f"{where} was not read within {wait:g}s: Box Drive may still be downloading it "
+                    "(an online-only file) or be offline"
+                )
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+
+_readers: _Readers | None = None
+
+
+def _timed(fn: Callable[..., Any], args: tuple[Any, ...], where: str) -> Any:
+    global _readers
+    timeout = read_timeout()
+    if timeout <= 0:
+        return fn(*args)
+    if _readers is None or _readers.pid != os.getpid():
+        _readers = _Readers()
+    return _readers.run(fn, args, where, timeout)

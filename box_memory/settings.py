@@ -22,8 +22,10 @@ Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_CATALOGUE_CACHE` (on; `0` turns it off): the cached Box MCP tool catalogue
 - `BOX_MEMORY_TOOL_TIMEOUT_S` (300): one tool call of `box-memory serve`
 - `BOX_MEMORY_PROGRESS_AFTER_S` (1.0): delay before a progress bar appears
-- `BOX_MEMORY_CRASH_AT`, `BOX_MEMORY_FAIL_READ`, `BOX_MEMORY_FAIL_REPLACE`: crash and fault
-  injection for the integrity tests (unset in normal use)
+- `BOX_MEMORY_READ_TIMEOUT_S` (30; `0` waits for ever): a read of a file in Box Drive that has
+  not finished by then is given up (an online-only file Box Drive is still downloading)
+- `BOX_MEMORY_CRASH_AT`, `BOX_MEMORY_FAIL_READ`, `BOX_MEMORY_FAIL_REPLACE`,
+  `BOX_MEMORY_HANG_READ`: crash and fault injection for the integrity tests (unset in normal use)
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ PROGRESS_AFTER_S = "BOX_MEMORY_PROGRESS_AFTER_S"
 CRASH_AT = "BOX_MEMORY_CRASH_AT"
 FAIL_READ = "BOX_MEMORY_FAIL_READ"
 FAIL_REPLACE = "BOX_MEMORY_FAIL_REPLACE"
+HANG_READ = "BOX_MEMORY_HANG_READ"
+READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
 
@@ -198,6 +202,13 @@ def progress_after_s() -> float:
     return _float(PROGRESS_AFTER_S, 1.0)
 
 
+def read_timeout_s() -> float:
+    """Seconds a read of a file in Box Drive may take (safeio): [0, 1 day], else the default 30;
+    0 turns the timeout off."""
+    value = _float(READ_TIMEOUT_S, 30.0)
+    return value if 0 <= value <= 86400 else 30.0
+
+
 # --- test hooks ------------------------------------------------------------------------------
 
 
@@ -216,4 +227,16 @@ def injected_faults(op: str) -> dict[str, int]:
         name, _, n = item.rpartition(":")
         if name and n.isdigit():
             out[name] = int(n)
+    return out
+
+
+def injected_hangs() -> dict[str, float]:
+    """`BOX_MEMORY_HANG_READ=<name>[:<seconds>][,...]`: reads of files whose path ends with <name>
+    stall that long (default an hour) before they start, as a read of an online-only file does
+    while Box Drive downloads it, or for ever when the network is gone."""
+    out: dict[str, float] = {}
+    for item in os.environ.get(HANG_READ, "").split(","):
+        name, _, secs = item.partition(":")
+        if name:
+            out[name] = float(secs) if secs.replace(".", "", 1).isdigit() else 3600.0
     return out

@@ -80,7 +80,7 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     except NotFound:
         return {"state": "missing"}
     except InvalidFile as e:
-        return {"state": "unparseable", "detail": str(e)}
+        return {"state": "unreadable" if isinstance(e, ReadFailed) else "unparseable", "detail": str(e)}
     t = parse_time(roll.get("updated_at"))
     times = [x for x in (parse_time(i.updated_at) for i in indexes) if x is not None]
     newest = max(times, default=None)

@@ -19,6 +19,7 @@ from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import (
     RETRY_DELAYS_S,
     ReadFailed,
+    ReadTimedOut,
     injected_failure,
     kind_for,
     open_regular,
@@ -162,6 +163,8 @@ class LocalStore:
             return read_regular(self._p(path), kind_for(path), path)
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound(f"{path} not found in the workspace") from None
+        except ReadTimedOut:
+            raise
         except ReadFailed:
             # EACCES is retried as a busy file (a Windows sharing violation looks the same); when
             # the permission bits say this user may not read it, it is a team boundary instead.
