@@ -9,9 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from box_memory.errors import InvalidInput
 from box_memory.result import Result
+
+if TYPE_CHECKING:
+    from box_memory.store import WorkspaceBuilders
+    from box_memory.workspace import Workspace
 
 NO_PARENT_WARNING = (
     "no --parent given: the workspace folder is created in your Box root (All Files), which is "
@@ -115,9 +120,42 @@ def _init_cloud(req: InitRequest) -> Result:
     from box_memory.store import init_cloud_workspace
 
     data = init_cloud_workspace(
-        req.name, parent=req.parent or "0", teams=req.teams, layout=req.layout, reinit=req.reinit
+        req.name,
+        parent=req.parent or "0",
+        teams=req.teams,
+        layout=req.layout,
+        reinit=req.reinit,
+        builders=_cloud_builders(),
     )
     warnings = list(data.pop("warnings", []))
     if req.parent is None:
         warnings.insert(0, NO_PARENT_WARNING)
     return Result(data, warnings=warnings)
+
+
+def _cloud_builders() -> WorkspaceBuilders[Workspace]:
+    """The workspace layout the cloud store's provisioning lays out (it imports none of it)."""
+    from box_memory.index import refresh_rollup
+    from box_memory.store import WorkspaceBuilders
+    from box_memory.workspace import (
+        README_TEXT,
+        Workspace,
+        ensure_scope_folders,
+        load_config,
+        read_user_config,
+        write_user_config,
+    )
+
+    def set_default(spec: str) -> None:
+        user = read_user_config()
+        user["default_workspace"] = spec
+        write_user_config(user)
+
+    return WorkspaceBuilders(
+        readme_text=README_TEXT,
+        load_config=load_config,
+        open=Workspace,
+        ensure_scope_folders=ensure_scope_folders,
+        refresh_rollup=refresh_rollup,
+        set_default=set_default,
+    )

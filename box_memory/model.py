@@ -222,6 +222,12 @@ class WorkspaceConfig:
         raw = self.data.get("folder_ids")
         return raw if isinstance(raw, dict) else {}
 
+    def to_bytes(self) -> bytes:
+        """The file's bytes: indented JSON, every key kept (each writer of the config uses this)."""
+        import orjson
+
+        return orjson.dumps(self.data, option=orjson.OPT_INDENT_2)
+
     @classmethod
     def parse(cls, raw: bytes, where: str) -> WorkspaceConfig:
         import orjson

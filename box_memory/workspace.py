@@ -98,7 +98,7 @@ class Workspace:
 
     def save_config(self) -> None:
         self.config.data["updated_at"] = now_iso()
-        self.store.write_bytes(CONFIG_NAME, orjson.dumps(self.config.data, option=orjson.OPT_INDENT_2))
+        self.store.write_bytes(CONFIG_NAME, self.config.to_bytes())
 
 
 def load_config(store: Store) -> WorkspaceConfig:

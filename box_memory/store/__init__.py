@@ -19,6 +19,7 @@ from box_memory.store.base import (
     MetadataSearch,
     Store,
     TierDetection,
+    WorkspaceBuilders,
     as_box_tools,
     as_metadata_search,
     as_tier_detection,
@@ -28,7 +29,7 @@ from box_memory.store.base import (
 )
 
 if TYPE_CHECKING:
-    from box_memory.store.boxmcp import CloudStore
+    from box_memory.store.cloud import CloudStore
 
 __all__ = [
     "AlreadyExists",
@@ -37,6 +38,7 @@ __all__ = [
     "MetadataSearch",
     "Store",
     "TierDetection",
+    "WorkspaceBuilders",
     "as_box_tools",
     "as_metadata_search",
     "as_tier_detection",
@@ -49,7 +51,7 @@ __all__ = [
     "open_local",
 ]
 
-_CLOUD = "box_memory.store.boxmcp"
+_CLOUD = "box_memory.store.cloud.store"
 
 
 def open_local(root: Path) -> Store:
@@ -62,18 +64,20 @@ def open_local(root: Path) -> Store:
 def open_cloud(folder_id: str, *, client: Any = None) -> CloudStore:
     """The store of the Box folder `folder_id` (`--workspace box:<id>`). With `client`, that MCP
     session is used and left open; otherwise the process's shared session opens on first use."""
-    from box_memory.store.boxmcp import CloudStore, open_cloud_store
+    from box_memory.store.cloud import CloudStore, open_cloud_store
 
     if client is None:
         return open_cloud_store(folder_id)
     return CloudStore(str(folder_id), client=client, own_client=False)
 
 
-def init_cloud_workspace(name: str, **kwargs: Any) -> dict[str, Any]:
-    """Create (or reuse) a workspace folder on Box: see the cloud store's provisioning."""
-    from box_memory.store.boxmcp import init_cloud_workspace as provision
+def init_cloud_workspace(
+    name: str, *, parent: str, teams: list[str], layout: str, reinit: bool, builders: WorkspaceBuilders[Any]
+) -> dict[str, Any]:
+    """Create (or reuse) folder NAME under Box folder `parent` as a workspace (idempotent)."""
+    from box_memory.store.cloud import init_cloud_workspace as provision
 
-    return provision(name, **kwargs)
+    return provision(name, parent=parent, teams=teams, layout=layout, reinit=reinit, builders=builders)
 
 
 def close_cloud_sessions() -> list[str]:

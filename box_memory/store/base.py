@@ -7,13 +7,16 @@ cloud store (Box through Box MCP). Paths are POSIX, relative to the workspace ro
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from box_memory.errors import BoxMemoryError, InvalidInput
+
+if TYPE_CHECKING:
+    from box_memory.model import WorkspaceConfig
 
 
 class AlreadyExists(BoxMemoryError):
@@ -141,6 +144,31 @@ def as_box_tools(store: Store) -> BoxTools | None:
 def as_tier_detection(store: Store) -> TierDetection | None:
     """The store as a Box tier detector (Box cloud), else None."""
     return store if isinstance(store, TierDetection) else None
+
+
+# --- provisioning: the workspace layer's part, handed down to the store ---------------------
+
+
+class _Workspace(Protocol):
+    """The two things provisioning does with a workspace object."""
+
+    def scopes(self) -> list[str | None]: ...
+    def save_config(self) -> None: ...
+
+
+W = TypeVar("W", bound=_Workspace)
+
+
+@dataclass(frozen=True)
+class WorkspaceBuilders(Generic[W]):
+    """What provisioning needs of the workspace layer, handed in by it."""
+
+    readme_text: str  # README.md of a new workspace, formatted with `name`
+    load_config: Callable[[Store], WorkspaceConfig]
+    open: Callable[[Store, WorkspaceConfig], W]  # the workspace over a store and its config
+    ensure_scope_folders: Callable[[W, str | None], list[str]]  # folders + empty indexes made
+    refresh_rollup: Callable[[W], object]
+    set_default: Callable[[str], None]  # make this workspace spec the user's default
 
 
 def clean_path(path: str) -> str:

@@ -19,7 +19,7 @@ import pytest
 from box_memory.emulator import Emulator
 from box_memory.errors import ContentUnverified
 from box_memory.paths import user_dirs
-from box_memory.store.boxmcp import CloudStore, close_all, open_cloud_store
+from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
 from tests.cloud.conftest import Backend
 
 BODY = b"line with trailing spaces   \nsecond line\n"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from box_memory.emulator import Emulator
-from box_memory.store.boxmcp import Lease, close_all, open_cloud_store
+from box_memory.store.cloud import Lease, close_all, open_cloud_store
 from tests.cloud.conftest import TOKEN, Backend
 
 

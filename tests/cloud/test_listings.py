@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from box_memory.emulator import Emulator
-from box_memory.store.boxmcp import CloudStore, close_all, open_cloud_store
+from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
 from tests.cloud.conftest import Backend
 
 

@@ -17,8 +17,9 @@ import pytest
 
 from box_memory.emulator import Emulator
 from box_memory.errors import LockBusy
+from box_memory.store import logical_folder_paths
 from box_memory.store.base import AlreadyExists
-from box_memory.store.boxmcp import CloudStore, close_all, logical_folder_paths, open_cloud_store
+from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
 from tests.cloud.conftest import TOKEN, Backend
 
 WRITE_TOOLS = {"upload_file", "upload_file_version", "create_folder", "move_file", "set_file_metadata"}
@@ -171,7 +172,7 @@ def test_concurrent_writers_in_two_processes_lose_nothing(cloud: Backend, emu: E
         """
         import sys
         from box_memory.memories import WriteRequest, write_memory
-        from box_memory.store.boxmcp import close_all
+        from box_memory.store.cloud import close_all
         from box_memory.workspace import open_workspace
         for n in range(3):
             ws = open_workspace(sys.argv[1])
@@ -247,7 +248,7 @@ def test_local_write_and_recall_never_import_the_network_stack(tmp_path: Path) -
         assert r.invoke(app, ["init", "--path", ws]).exit_code == 0
         assert r.invoke(app, ["write", "hello world", "--title", "Hello", "-w", ws]).exit_code == 0
         assert r.invoke(app, ["recall", "hello", "-w", ws]).exit_code == 0
-        bad = [m for m in ("mcp", "httpx", "httpx2", "box_memory.store.boxmcp", "box_memory.mcp.client")
+        bad = [m for m in ("mcp", "httpx", "httpx2", "box_memory.store.cloud", "box_memory.mcp.client")
                if m in sys.modules]
         assert not bad, bad
         """

@@ -7,12 +7,8 @@ Box returns, and taking the write lock drops every listing so other writers' cha
 visible exactly when they matter. File text is cached on disk under `user_dirs().cache`, keyed by
 Box file id and sha1 (revalidated by the listing), so a warm command reads nothing but listings.
 
-Box has no delete tool and no atomic "create-or-fail" for a new version, so the write lock
-(`_box-memory.lock`, shared with the plugins) is a lease: created with `upload_file` (which does fail
-when the name exists), later taken by uploading a version and reading it back after a settle time,
-renewed while held and released by a version whose `renewed_at` is in the past. A race that slips
-through (two holders) can only lose an index entry, which `drift` reports and `index-rebuild`
-repairs; it is never silent.
+The write lock is a lease on `_box-memory.lock` (lease.py), the content cache is cache.py, tier
+detection and the metadata template are tier.py, and provisioning a new workspace is provision.py.
 
 Tier-aware, never tier-gated: when the workspace says `custom_metadata_templates` and the tools
 exist, every memory file written also gets the `boxMemory` metadata instance (a failure is a
@@ -24,12 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import re
-import secrets
-import socket
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -43,7 +35,6 @@ from box_memory.errors import (
     BoxToolError,
     ContentUnverified,
     InvalidInput,
-    LockBusy,
     NotFound,
     ToolMissing,
     Unreadable,
@@ -51,26 +42,26 @@ from box_memory.errors import (
     WriteRefused,
 )
 from box_memory.mcp.payload import Pager, conflicts, listing, representation_pending, text_content
-from box_memory.model import now_iso, parse_time
+from box_memory.model import WorkspaceConfig, now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.safeio import check_size, kind_for
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join, logical_folder_paths
+from box_memory.store.cloud.cache import ContentCache
+from box_memory.store.cloud.lease import FALLBACK_LOCK_NAME, LOCK_NAME, Lease
+from box_memory.store.cloud.tier import TEMPLATE_SCOPE, detect_tier, metadata_fields
 
 __all__ = [
-    "TEMPLATE_KEY",
+    "CONFIG_NAME",
     "CloudStore",
+    "as_object",
     "close_all",
-    "detect_tier",
-    "init_cloud_workspace",
+    "is_folder",
+    "logical_keys",
     "open_cloud_store",
+    "open_session",
 ]
 
 CONFIG_NAME = "_box-memory.json"
-LOCK_NAME = "_box-memory.lock"
-# The hosted upload_file takes text types only and `.lock` is not one of them (CONNECTORS.md):
-# when Box refuses LOCK_NAME, every writer uses this name instead, recorded as `lock_name` in the
-# config. Only ever this one fallback, so writers that have not read the config yet agree too.
-FALLBACK_LOCK_NAME = "_box-memory.lock.json"
 WRITE_TOOLS = frozenset(
     {
         "upload_file",
@@ -85,26 +76,12 @@ WRITE_TOOLS = frozenset(
 _SHARED_LINK_RE = re.compile(r"shared[ _-]?link", re.IGNORECASE)
 _EXTERNAL_RE = re.compile(r"external[ _-]?collaborat", re.IGNORECASE)
 _FILE_TYPE_RE = re.compile(r"(file[ _-]?type|extension|text files? only|text types?)", re.IGNORECASE)
-TEMPLATE_KEY = "boxMemory"
-TEMPLATE_SCOPE = "enterprise"
 SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
 LIST_FIELDS = ["type", "id", "name", "etag", "sha1", "size", "modified_at", "file_version"]
-RELEASED_AT = "1970-01-01T00:00:00.000Z"
 _SCOPE_FOLDERS = ("memories", "files", "companions")
 MIB = 1024 * 1024
 PREFETCH_CONCURRENCY = 4
 PREFETCH_WAVE = 64  # files fetched per wave of concurrent calls (progress is counted per wave)
-
-TEMPLATE_FIELDS: list[dict[str, Any]] = [
-    {"type": "string", "key": "memoryId", "displayName": "Memory ID"},
-    {"type": "string", "key": "title", "displayName": "Title"},
-    {"type": "string", "key": "slug", "displayName": "Slug"},
-    {"type": "string", "key": "kind", "displayName": "Kind"},
-    {"type": "string", "key": "status", "displayName": "Status"},
-    {"type": "string", "key": "team", "displayName": "Team"},
-    {"type": "string", "key": "tags", "displayName": "Tags"},
-    {"type": "date", "key": "updatedAt", "displayName": "Updated at"},
-]
 
 _OPEN: list[CloudStore] = []
 
@@ -146,14 +123,6 @@ def _content_retries() -> tuple[int, float]:
     return attempts, backoff
 
 
-def _settle_floor() -> float:
-    """Minimum wait between taking the lease and reading it back (env `BOX_MEMORY_LOCK_SETTLE_S`)."""
-    try:
-        return max(0.0, float(os.environ.get("BOX_MEMORY_LOCK_SETTLE_S", "0.1")))
-    except ValueError:
-        return 0.1
-
-
 def _split(path: str) -> tuple[str, str]:
     p = clean_path(path)
     if "/" in p:
@@ -179,14 +148,14 @@ def _box_time(value: Any) -> float:
     return ts + 0.999 if t.microsecond == 0 else ts
 
 
-def _item_sha1(item: dict[str, Any]) -> str | None:
+def item_sha1(item: dict[str, Any]) -> str | None:
     sha = item.get("sha1")
     if not sha and isinstance(item.get("file_version"), dict):
         sha = item["file_version"].get("sha1")
     return str(sha).lower() if sha else None
 
 
-def _is_folder(item: dict[str, Any]) -> bool:
+def is_folder(item: dict[str, Any]) -> bool:
     return item.get("type") == "folder"
 
 
@@ -194,16 +163,16 @@ def _to_entry(item: dict[str, Any]) -> Entry:
     size = item.get("size")
     return Entry(
         name=str(item.get("name") or ""),
-        is_dir=_is_folder(item),
+        is_dir=is_folder(item),
         size=int(size) if isinstance(size, int | float) and not isinstance(size, bool) else 0,
         modified=_box_time(item.get("modified_at") or item.get("content_modified_at")),
         file_id=str(item["id"]) if item.get("id") is not None else None,
         etag=str(item["etag"]) if item.get("etag") is not None else None,
-        sha1=_item_sha1(item),
+        sha1=item_sha1(item),
     )
 
 
-def _as_object(payload: Any) -> dict[str, Any] | None:
+def as_object(payload: Any) -> dict[str, Any] | None:
     """The Box object in a write tool's answer (a file/folder object, or the REST upload wrapper)."""
     if isinstance(payload, dict):
         entries = payload.get("entries")
@@ -227,7 +196,7 @@ def _envelope_text(result: Any) -> str | None:
         return None
 
 
-def _logical_keys(teams: list[str]) -> dict[str, str]:
+def logical_keys(teams: list[str]) -> dict[str, str]:
     """{folder path: folder_ids key} for the standard layout of these teams."""
     keys = {"memories": "memories", "files": "files", "companions": "companions", "teams": "teams"}
     for t in teams:
@@ -235,47 +204,6 @@ def _logical_keys(teams: list[str]) -> dict[str, str]:
         for part in _SCOPE_FOLDERS:
             keys[f"teams/{t}/{part}"] = f"team_{t}_{part}"
     return keys
-
-
-# ---------------------------------------------------------------------------------------------
-# On-disk content cache
-
-
-class ContentCache:
-    """File text by (Box file id, sha1 or etag): derived, private, safe to delete at any time."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def _path(self, file_id: str, key: str) -> Path:
-        return self.folder / f"{file_id}.{key}"
-
-    def has(self, file_id: str, key: str | None) -> bool:
-        return bool(key) and self._path(file_id, str(key)).is_file()
-
-    def get(self, file_id: str, key: str | None) -> bytes | None:
-        if not key:
-            return None
-        try:
-            return self._path(file_id, key).read_bytes()
-        except OSError:
-            return None
-
-    def put(self, file_id: str, key: str | None, data: bytes) -> None:
-        if not key:
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for old in self.folder.glob(f"{file_id}.*"):
-                if old.name != f"{file_id}.{key}":
-                    old.unlink(missing_ok=True)
-            tmp = self.folder / f".tmp-{secrets.token_hex(6)}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            tmp.replace(self._path(file_id, key))
-        except OSError:
-            pass  # a cache that cannot be written only costs a download next time
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +221,7 @@ def open_cloud_store(folder_id: str) -> CloudStore:
 _SHARED: list[Any] = []  # the process's one MCP session, shared by every store; closed by close_all
 
 
-def _open_client() -> Any:
+def open_session() -> Any:
     """The process's MCP session (opened on first use): each session start is a billed call."""
     from box_memory.mcp.auth import TokenSource
     from box_memory.mcp.client import BoxMCPClient, default_url
@@ -336,7 +264,7 @@ class CloudStore:
     @property
     def box(self) -> Any:
         if self._client is None:
-            self._client = _open_client()
+            self._client = open_session()
             self._own_client = False  # shared by the process; close_all ends it
         return self._client
 
@@ -526,6 +454,10 @@ class CloudStore:
             self._logical = logical_folder_paths(cfg.get("folder_ids"), cfg.get("teams"))
         return self._logical
 
+    def config_data(self) -> dict[str, Any]:
+        """The workspace config as this store last read or wrote it ({} when there is none)."""
+        return self._config_data()
+
     def _config_data(self) -> dict[str, Any]:
         if not self._config_loaded:
             self._config_loaded = True
@@ -551,7 +483,7 @@ class CloudStore:
         if pid is None:
             return None
         item = self._find(self._list(pid), name)
-        if item is None or not _is_folder(item):
+        if item is None or not is_folder(item):
             return None
         self._paths[path] = str(item["id"])
         return self._paths[path]
@@ -605,9 +537,9 @@ class CloudStore:
                 item = self._item(p)
             except BoxMemoryError:
                 continue
-            if item is None or _is_folder(item):
+            if item is None or is_folder(item):
                 continue
-            sha = _item_sha1(item)
+            sha = item_sha1(item)
             if sha and not self.cache.has(str(item["id"]), sha):
                 todo[str(item["id"])] = sha
         if len(todo) < 2:
@@ -683,7 +615,7 @@ class CloudStore:
         item = self._item(path)
         if item is None:
             return None
-        if not _is_folder(item):
+        if not is_folder(item):
             return _to_entry(item)
         return self._folder_entry(clean_path(path), item)
 
@@ -695,7 +627,7 @@ class CloudStore:
         newest = 0.0
         for name in sorted(children):
             c = children[name]
-            digest.update(f"{name}\0{c.get('id')}\0{c.get('etag')}\0{_item_sha1(c)}\n".encode())
+            digest.update(f"{name}\0{c.get('id')}\0{c.get('etag')}\0{item_sha1(c)}\n".encode())
             newest = max(newest, _box_time(c.get("modified_at")))
         name = path.rsplit("/", 1)[-1]
         return Entry(name, True, len(children), newest, str(item.get("id")), digest.hexdigest()[:20], None)
@@ -712,7 +644,7 @@ class CloudStore:
         item = self._item(path)
         if item is None:
             raise NotFound(f"{path} not found in the workspace")
-        if _is_folder(item):
+        if is_folder(item):
             raise NotFound(f"{path} is a folder, not a file")
         return item
 
@@ -734,7 +666,7 @@ class CloudStore:
         `ContentUnverified`. Nothing unverified is ever cached.
         """
         fid = str(item["id"])
-        sha = _item_sha1(item) or self._details_sha1(path, fid)
+        sha = item_sha1(item) or self._details_sha1(path, fid)
         if sha:
             cached = self.cache.get(fid, sha)
             if cached is not None:
@@ -768,7 +700,7 @@ class CloudStore:
                 self._listings.clear()
                 raise NotFound(f"{path} not found in the workspace") from None
             return None
-        return _item_sha1(_as_object(details) or {})
+        return item_sha1(as_object(details) or {})
 
     def _fetch_verified(self, path: str, file_id: str, sha: str | None) -> tuple[bytes | None, str]:
         """(bytes whose sha1 is `sha`, "") or (None, what went wrong) - one try of each source."""
@@ -844,12 +776,12 @@ class CloudStore:
             if e.status != 409:
                 raise
             clash = next(iter(conflicts(e.body)), None)
-            if clash is not None and _item_sha1(clash) == _sha1(data) and not _is_folder(clash):
+            if clash is not None and item_sha1(clash) == _sha1(data) and not is_folder(clash):
                 clash.setdefault("name", name)
                 return self._after_write(parent_id, clash, name, data, path)
             self._listings.pop(parent_id, None)
             raise AlreadyExists(f"{path} already exists") from None
-        return self._after_write(parent_id, _as_object(payload), name, data, path)
+        return self._after_write(parent_id, as_object(payload), name, data, path)
 
     def _upload_version(
         self, parent_id: str, file_id: str, name: str, data: bytes, path: str
@@ -857,7 +789,7 @@ class CloudStore:
         payload = self.call(
             "upload_file_version", {"file_id": file_id, "file_content": self._text(path, data)}
         )
-        obj = _as_object(payload)
+        obj = as_object(payload)
         if obj is not None:
             obj.setdefault("name", name)
         return self._after_write(parent_id, obj, name, data, path)
@@ -873,7 +805,7 @@ class CloudStore:
             if kept is None:
                 raise BoxToolError(f"Box accepted {path} but the file is not in its folder")
         fid = str(kept["id"])
-        self.cache.put(fid, _item_sha1(kept) or _sha1(data), data)
+        self.cache.put(fid, item_sha1(kept) or _sha1(data), data)
         if path == CONFIG_NAME:
             with contextlib.suppress(orjson.JSONDecodeError):
                 cfg = orjson.loads(data)
@@ -891,7 +823,7 @@ class CloudStore:
             data = self._complete_folder_ids(data)
         pid = self._ensure_folder(parent)
         item = self._find(self._list(pid), name)
-        if item is not None and _is_folder(item):
+        if item is not None and is_folder(item):
             raise InvalidInput(f"{path} is a folder")
         if item is not None:
             try:
@@ -905,7 +837,7 @@ class CloudStore:
         except AlreadyExists:
             # Created by someone else between our listing and the upload: version it.
             item = self._find(self._list(pid), name)
-            if item is None or _is_folder(item):
+            if item is None or is_folder(item):
                 raise
             return str(self._upload_version(pid, str(item["id"]), name, data, path)["id"])
 
@@ -916,7 +848,7 @@ class CloudStore:
         pid = self._ensure_folder(parent)
         there = self._find(self._list(pid), name)
         if there is not None:
-            if not _is_folder(there) and _item_sha1(there) == _sha1(data):
+            if not is_folder(there) and item_sha1(there) == _sha1(data):
                 return str(there["id"])  # exactly these bytes: an earlier attempt of ours landed
             raise AlreadyExists(f"{path} already exists")
         return str(self._upload_new(pid, name, data, path)["id"])
@@ -930,15 +862,15 @@ class CloudStore:
         pid = self._ensure_folder(parent)
         fresh = True
         try:
-            obj = _as_object(self.call("create_folder", {"name": name, "parent_folder_id": pid}))
+            obj = as_object(self.call("create_folder", {"name": name, "parent_folder_id": pid}))
         except BoxToolError as e:
             if e.status != 409:
                 raise
-            clash = next((c for c in conflicts(e.body) if _is_folder(c)), None)
+            clash = next((c for c in conflicts(e.body) if is_folder(c)), None)
             if clash is None:
                 self._listings.pop(pid, None)
                 clash = self._find(self._list(pid), name)
-                if clash is None or not _is_folder(clash):
+                if clash is None or not is_folder(clash):
                     raise AlreadyExists(f"{path} exists and is not a folder") from None
             obj, fresh = clash, False
         if obj is None or obj.get("id") is None:
@@ -958,6 +890,33 @@ class CloudStore:
     def mkdir(self, path: str) -> str | None:
         return self._ensure_folder(path)
 
+    def mark_empty(self, path: str) -> None:
+        """A folder this command just created: it is known to be empty, no listing needed."""
+        fid = self.folder_id(path)
+        if fid is not None:
+            self._listings[fid] = {}
+
+    def resolved_folder_ids(self) -> dict[str, str]:
+        """{workspace folder path: Box id} of every folder this command has resolved so far."""
+        return dict(self._paths)
+
+    def write_version(self, path: str, file_id: str, data: bytes) -> str:
+        """Upload `data` as a new version of file `file_id` at `path` (its id is known: no
+        lookup by name); returns the file's id."""
+        path = clean_path(path)
+        parent, name = _split(path)
+        pid = self._ensure_folder(parent)
+        return str(self._upload_version(pid, file_id, name, data, path)["id"])
+
+    def current_sha1(self, file_id: str) -> str | None:
+        """The sha1 Box reports for the file now (a fresh details call, never a listing)."""
+        details = self.call("get_file_details", {"file_id": file_id, "fields": ["sha1", "etag"]})
+        return item_sha1(as_object(details) or {})
+
+    def current_text(self, file_id: str) -> str:
+        """The file's text as Box serves it now (not verified, not cached)."""
+        return str(self.box.call_text("get_file_content", {"file_id": file_id}))
+
     def move(self, src: str, dst: str) -> None:
         """Move a file (`move_file`) or a folder (`move_folder`, one call with everything in it,
         where the server offers it: DOC2/CAT in CONNECTORS.md). Without `move_folder` a folder is
@@ -969,7 +928,7 @@ class CloudStore:
             raise NotFound(f"{src} not found in the workspace")
         if self.exists(dst):
             raise AlreadyExists(f"{dst} already exists")
-        if _is_folder(item):
+        if is_folder(item):
             if self.has_tool("move_folder"):
                 try:
                     self._move_folder(src, dst, item)
@@ -979,7 +938,7 @@ class CloudStore:
             self._move_tree(src, dst)
             return
         dpid, dname, payload = self._move_item("file", src, dst, item)
-        obj = _as_object(payload)
+        obj = as_object(payload)
         if obj is not None:
             obj = {**item, **obj, "name": dname}
         self._remember(dpid, obj, dname)
@@ -1014,13 +973,13 @@ class CloudStore:
         if self._logical is not None:
             for p in [p for p in self._logical if p == src or p.startswith(src + "/")]:
                 self._logical.pop(p)
-        obj = _as_object(payload)
+        obj = as_object(payload)
         self._remember(dpid, {**item, **obj, "name": dname} if obj is not None else None, dname)
 
     def _move_tree(self, src: str, dst: str) -> None:
         self._ensure_folder(dst)
         for name, child in sorted((self._items(src) or {}).items()):
-            if _is_folder(child):
+            if is_folder(child):
                 self._move_tree(join(src, name), join(dst, name))
             else:
                 self.move(join(src, name), join(dst, name))
@@ -1037,9 +996,7 @@ class CloudStore:
         self.lock_name_used = name
         cfg = self._config_data()
         if cfg and cfg.get("lock_name") != name:
-            self.write_bytes(
-                CONFIG_NAME, orjson.dumps({**cfg, "lock_name": name}, option=orjson.OPT_INDENT_2)
-            )
+            self.write_bytes(CONFIG_NAME, WorkspaceConfig({**cfg, "lock_name": name}).to_bytes())
 
     # -- config bookkeeping -----------------------------------------------------------------
 
@@ -1066,7 +1023,7 @@ class CloudStore:
         if "root" not in ids:
             ids["root"] = self.root_id
             added = True
-        for path, key in _logical_keys(teams).items():
+        for path, key in logical_keys(teams).items():
             if key in ids and str(ids[key]) in self._stale_ids:
                 found = self.folder_id(path, logical=False)  # found again by name?
                 if found is not None and found != str(ids[key]):
@@ -1078,7 +1035,7 @@ class CloudStore:
         if not added:
             return data
         cfg["folder_ids"] = ids
-        return orjson.dumps(cfg, option=orjson.OPT_INDENT_2)
+        return WorkspaceConfig(cfg).to_bytes()
 
     # -- metadata (Business+ tiers) ---------------------------------------------------------
 
@@ -1150,7 +1107,7 @@ class CloudStore:
             merged["custom_metadata_templates"] = False  # templates listable, but nothing to apply them
         changed = cfg.get("tier") != tier or cfg.get("capabilities") != merged
         new = {**cfg, "tier": tier, "tier_detected_at": now_iso(), "capabilities": merged}
-        self.write_bytes(CONFIG_NAME, orjson.dumps(new, option=orjson.OPT_INDENT_2))
+        self.write_bytes(CONFIG_NAME, WorkspaceConfig(new).to_bytes())
         return {"tier": tier, "previous_tier": cfg.get("tier"), "capabilities": merged, "changed": changed}
 
     def metadata_search(
@@ -1195,31 +1152,6 @@ class CloudStore:
             lease.release()
 
 
-def metadata_fields(data: bytes) -> dict[str, Any] | None:
-    """The `boxMemory` instance for a memory file's bytes (None when it is not a memory)."""
-    from box_memory import frontmatter
-
-    try:
-        meta, _body = frontmatter.parse(data.decode("utf-8"), "memory")
-    except (BoxMemoryError, UnicodeDecodeError):
-        return None
-    if not isinstance(meta, dict) or not meta.get("id") or not meta.get("kind"):
-        return None
-    out: dict[str, Any] = {
-        "memoryId": str(meta["id"]),
-        "title": str(meta.get("title") or ""),
-        "slug": str(meta.get("slug") or ""),
-        "kind": str(meta["kind"]),
-        "status": str(meta.get("status") or ""),
-        "team": str(meta.get("team") or ""),
-        "tags": ",".join(str(t) for t in meta.get("tags") or []),
-    }
-    t = parse_time(meta.get("updated_at"))
-    if t is not None:
-        out["updatedAt"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return out
-
-
 def _stream(url: str, path: str, chunk_size: int) -> Iterator[bytes]:
     import httpx2
 
@@ -1232,387 +1164,3 @@ def _stream(url: str, path: str, chunk_size: int) -> Iterator[bytes]:
             yield from resp.iter_bytes(chunk_size)
     except httpx2.HTTPError as e:
         raise BackendUnavailable(f"downloading {path} from Box failed ({type(e).__name__})") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# The lease
-
-
-class Lease:
-    """`_box-memory.lock` on Box: a lease taken by a new version and verified by reading it back."""
-
-    def __init__(self, store: CloudStore, *, writer: str, skill: str) -> None:
-        from box_memory.store.local import lock_settings
-
-        self.store = store
-        self.name = store.lock_name()
-        self.token = secrets.token_hex(8)
-        self.body: dict[str, Any] = {
-            "writer": writer,
-            "skill": skill,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": now_iso(),
-            "renewed_at": now_iso(),
-            "token": self.token,
-            "backend": "cloud",
-        }
-        self.stale_after, self.wait, self.renew_every = lock_settings()
-        if "BOX_MEMORY_LOCK_RENEW_S" not in os.environ:
-            # Every renewal is a Box file version (and a details call): renew at half the stale
-            # time, not a third, which still leaves half of it for one slow renewal.
-            self.renew_every = max(self.renew_every, self.stale_after / 2)
-        self.file_id: str | None = None
-        self.sha1: str | None = None
-        self.lost = False
-        self._mutex = threading.Lock()
-        self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None
-
-    def _bytes(self) -> bytes:
-        return orjson.dumps(self.body)
-
-    def _holder(self, item: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        """(seconds since the holder last renewed, its body); inf for a released lock."""
-        body: dict[str, Any] = {}
-        with contextlib.suppress(BoxMemoryError, orjson.JSONDecodeError):
-            parsed = orjson.loads(self.store._content(self.name, item))
-            body = parsed if isinstance(parsed, dict) else {}
-        if body.get("released_at") or body.get("state") == "released":
-            return math.inf, body
-        renewed = parse_time(body.get("renewed_at"))
-        last = renewed.timestamp() if renewed else _box_time(item.get("modified_at"))
-        return time.time() - last, body
-
-    def _verified(self) -> bool:
-        """True when the lock file still holds our last version (sha1 from a fresh details call)."""
-        if self.file_id is None:
-            return False
-        details = self.store.call("get_file_details", {"file_id": self.file_id, "fields": ["sha1", "etag"]})
-        obj = _as_object(details) or {}
-        sha = _item_sha1(obj)
-        if sha:
-            return sha == self.sha1
-        raw = self.store.box.call_text("get_file_content", {"file_id": self.file_id})
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
-            return orjson.loads(raw).get("token") == self.token
-        return False
-
-    def acquire(self) -> None:
-        st = self.store
-        deadline = time.monotonic() + self.wait
-        delay = 0.05
-        holder: dict[str, Any] = {}
-        while True:
-            st.drop_listings()
-            item = st._find(st._list(st.root_id), self.name)
-            data = self._bytes()
-            if item is None:
-                try:
-                    obj = st._upload_new(st.root_id, self.name, data, self.name)
-                    self.file_id, self.sha1 = str(obj["id"]), _sha1(data)
-                    break  # upload_file is create-or-fail: nobody else holds it
-                except AlreadyExists:
-                    pass
-                except WriteRefused as e:
-                    if e.rule != "file_type" or self.name != LOCK_NAME:
-                        raise
-                    self.name = FALLBACK_LOCK_NAME  # Box refuses `.lock`: the documented fallback
-                    continue
-            else:
-                age, holder = self._holder(item)
-                if age >= self.stale_after:
-                    started = time.monotonic()
-                    st._upload_version(st.root_id, str(item["id"]), self.name, data, self.name)
-                    rtt = time.monotonic() - started
-                    self.file_id, self.sha1 = str(item["id"]), _sha1(data)
-                    # Anyone who saw the lock free uploads within about one round trip of us;
-                    # whoever wrote last wins, and everyone else sees that on the read-back.
-                    time.sleep(max(_settle_floor(), 2 * rtt))
-                    if self._verified():
-                        break
-                    self.file_id = self.sha1 = None
-            if time.monotonic() >= deadline:
-                who = ""
-                if holder.get("writer"):
-                    who = f" by {holder.get('writer')} (pid {holder.get('pid')} on {holder.get('host')})"
-                raise LockBusy(
-                    f"workspace is locked{who}; gave up after {self.wait:g}s "
-                    f"(a lock older than {self.stale_after:g}s is taken over)"
-                )
-            time.sleep(delay + secrets.randbelow(50) / 1000)
-            delay = min(delay * 2, 1.0)
-        if self.name != LOCK_NAME:
-            st.record_lock_name(self.name)
-        self._renewer = threading.Thread(target=self._renew_loop, daemon=True, name="box-memory-lease")
-        self._renewer.start()
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.renew_every):
-            with self._mutex:
-                try:
-                    if not self._verified():
-                        self.lost = True
-                        return
-                    self.body["renewed_at"] = now_iso()
-                    data = self._bytes()
-                    self.store.call(
-                        "upload_file_version", {"file_id": self.file_id, "file_content": data.decode()}
-                    )
-                    self.sha1 = _sha1(data)
-                except BoxMemoryError:
-                    return
-
-    def release(self) -> None:
-        self._stop.set()
-        if self._renewer is not None:
-            self._renewer.join(timeout=5)
-        with self._mutex:
-            try:
-                if self.lost or not self._verified():
-                    self.store.warnings.append(
-                        "the workspace lock was taken over by another writer while this command held it; "
-                        "run `box-memory index-rebuild --check` to find and repair any lost index entry"
-                    )
-                    return
-                self.body.update({"state": "released", "released_at": now_iso(), "renewed_at": RELEASED_AT})
-                data = self._bytes()
-                st = self.store
-                assert self.file_id is not None
-                st._upload_version(st.root_id, self.file_id, self.name, data, self.name)
-            except BoxMemoryError as e:
-                self.store.warnings.append(
-                    f"could not release the workspace lock ({e}); other writers take it over after "
-                    f"{self.stale_after:g}s"
-                )
-
-
-# ---------------------------------------------------------------------------------------------
-# Tier detection and init
-
-
-def detect_tier(box: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    """(tier, capabilities, the boxMemory template if it exists) from who_am_i and the catalogue.
-
-    Heuristic (Box does not report the plan): no enterprise -> personal; an enterprise whose
-    metadata templates can be listed -> enterprise (enterprise_plus when the Box AI tools are
-    offered too); otherwise business.
-    """
-    me: dict[str, Any] = {}
-    with contextlib.suppress(BoxMemoryError):
-        got = box.call("who_am_i", {})
-        me = got if isinstance(got, dict) else {}
-    enterprise = me.get("enterprise")
-    ai_tools = any(box.has_tool(t) for t in ("ai_qa_single_file", "ai_qa_multi_file"))
-    templates_ok = False
-    template: dict[str, Any] | None = None
-    # who_am_i may answer Box's mini user (no `enterprise`): then the catalogue decides, and
-    # listing the enterprise's templates (read-only, harmless) is the probe - it only succeeds
-    # for a user in an enterprise whose plan has custom metadata templates.
-    if (enterprise or "enterprise" not in me) and box.has_tool("list_metadata_templates"):
-        try:
-            payload = box.call("list_metadata_templates", {"scope": TEMPLATE_SCOPE})
-            templates_ok = True
-            for t in listing(payload, tool="list_metadata_templates").entries:
-                if t.get("templateKey") == TEMPLATE_KEY or t.get("template_key") == TEMPLATE_KEY:
-                    template = t
-        except BoxMemoryError:
-            templates_ok = False
-    max_upload = me.get("max_upload_size")
-    caps: dict[str, Any] = {
-        "custom_metadata_templates": templates_ok,
-        "template_create_permission": templates_ok and box.has_tool("create_metadata_template"),
-        "body_search": box.has_tool("search_files_keyword"),
-        "max_file_size_mb": int(max_upload) // MIB if isinstance(max_upload, int | float) else None,
-        "box_ai_tools_available": ai_tools,
-        "ai_units_available": False,
-        "box_hubs": False,
-        "compliance": [],
-    }
-    if templates_ok:
-        tier = "enterprise_plus" if ai_tools else "enterprise"
-    elif enterprise:
-        tier = "business"
-    else:
-        tier = "personal"  # no enterprise said, and no enterprise templates to list
-    return tier, caps, template
-
-
-def _ensure_template(box: Any, existing: dict[str, Any] | None) -> str:
-    if existing is None:
-        box.call(
-            "create_metadata_template",
-            {
-                "display_name": "Box Memory",
-                "scope": TEMPLATE_SCOPE,
-                "template_key": TEMPLATE_KEY,
-                "fields": TEMPLATE_FIELDS,
-            },
-        )
-    return TEMPLATE_KEY
-
-
-def init_cloud_workspace(
-    name: str,
-    *,
-    parent: str = "0",
-    teams: list[str] | None = None,
-    layout: str = "sibling",
-    reinit: bool = False,
-) -> dict[str, Any]:
-    """Create (or reuse) folder NAME under Box folder `parent` as a workspace; idempotent.
-
-    Folders via create_folder (a 409 reuses the existing one), the config with `folder_ids`, empty
-    indexes, the rollup and README; tier and capabilities from `who_am_i` and the tool catalogue;
-    the `boxMemory` metadata template where the tier allows it. Returns a report dict.
-    """
-    from box_memory.ids import validate_team, validate_title
-    from box_memory.index import refresh_rollup
-    from box_memory.model import WorkspaceConfig
-    from box_memory.workspace import (
-        README_TEXT,
-        Workspace,
-        ensure_scope_folders,
-        load_config,
-        read_user_config,
-        write_user_config,
-    )
-
-    validate_title(name)
-    if name != name.strip() or name in (".", ".."):
-        raise InvalidInput(f"{name!r} cannot name a Box folder (no leading/trailing spaces)")
-    parent = str(parent).strip()
-    if not parent.isdigit():
-        raise InvalidInput(f"--parent must be a Box folder id (digits), not {parent!r}")
-    if layout not in ("sibling", "folder"):
-        raise InvalidInput(f"unknown layout {layout!r} (expected sibling or folder)")
-    teams = list(dict.fromkeys(teams or []))
-    for t in teams:
-        validate_team(t)
-
-    box = _open_client()
-    store: CloudStore | None = None
-    warnings: list[str] = []
-    try:
-        root_id, created_root = _workspace_folder(box, name, parent)
-        store = CloudStore(root_id, client=box, own_client=False)
-        if created_root:
-            store._listings[root_id] = {}
-
-        existed = store.exists(CONFIG_NAME)
-        created: list[str] = []
-        if existed:
-            config = load_config(store)
-            if reinit:
-                fresh = WorkspaceConfig.new(name, backend="cloud", layout=layout, teams=[], root_id=root_id)
-                for k, v in fresh.data.items():
-                    config.data.setdefault(k, v)
-        else:
-            config = WorkspaceConfig.new(
-                name, backend="cloud", layout=layout, teams=["default"], root_id=root_id
-            )
-        changed = not existed or reinit
-        if not config.data.get("workspace_root_id"):
-            config.data["workspace_root_id"] = root_id
-            changed = True
-        for t in teams:
-            if t not in config.teams:
-                config.data["teams"] = [*config.teams, t]
-                changed = True
-        template: dict[str, Any] | None = None
-        if not existed or reinit or config.data.get("tier") in (None, "unknown"):
-            tier, caps, template = detect_tier(box)
-            config.data["tier"] = tier
-            config.data["tier_detected_at"] = now_iso()
-            merged = dict(config.data.get("capabilities") or {})
-            merged.update(caps)
-            config.data["capabilities"] = merged
-            changed = True
-        ws = Workspace(store, config)
-        with store.lock(writer="box-memory", skill="init"):
-            for folder in ("memories", "files", "_archive"):
-                if not store.exists(folder):
-                    store.mkdir(folder)
-                    created.append(folder + "/")
-            for scope in ws.scopes():
-                created += ensure_scope_folders(ws, scope)  # mkdir -p: teams/<t>/ on the way
-            if not store.exists("README.md"):
-                store.create_bytes("README.md", README_TEXT.format(name=config.name).encode())
-                created.append("README.md")
-            caps_now = config.data.get("capabilities") or {}
-            if (
-                caps_now.get("template_create_permission")
-                and not config.data.get("metadata_template_key")
-                and box.has_tool("create_metadata_template")
-            ):
-                try:
-                    config.data["metadata_template_key"] = _ensure_template(box, template)
-                    config.data["metadata_template_created_at"] = now_iso()
-                    changed = True
-                except BoxMemoryError as e:
-                    warnings.append(f"could not create the boxMemory metadata template ({e}); indexes only")
-            ids_before = dict(config.folder_ids)
-            missing_ids = "root" not in ids_before or any(
-                k not in ids_before and p in store._paths for p, k in _logical_keys(config.teams).items()
-            )
-            if changed or missing_ids:
-                ws.save_config()
-                if not existed:
-                    created.append(CONFIG_NAME)
-            cfg_after = store._config_data()
-            if isinstance(cfg_after.get("folder_ids"), dict):
-                config.data["folder_ids"] = cfg_after["folder_ids"]
-            refresh_rollup(ws)
-        user = read_user_config()
-        user["default_workspace"] = f"box:{root_id}"
-        write_user_config(user)
-        warnings += store.warnings
-        store.warnings = []
-        return {
-            "workspace": f"box:{root_id}",
-            "backend": "cloud",
-            "name": config.name,
-            "folder_id": root_id,
-            "parent": parent,
-            "existed": existed,
-            "created": created,
-            "teams": config.teams,
-            "layout": config.companion_layout,
-            "tier": config.data.get("tier"),
-            "capabilities": config.data.get("capabilities"),
-            "metadata_template_key": config.data.get("metadata_template_key"),
-            "folder_ids": config.folder_ids or ids_before,
-            "web_url": f"https://app.box.com/folder/{root_id}",
-            "default": True,
-            "warnings": warnings,
-        }
-    finally:
-        if store is not None:
-            store.close()
-        box.close()
-
-
-def _workspace_folder(box: Any, name: str, parent: str) -> tuple[str, bool]:
-    """(folder id, created?) of folder NAME under `parent`: a 409 reuses the existing folder."""
-    try:
-        obj = _as_object(box.call("create_folder", {"name": name, "parent_folder_id": parent}))
-    except BoxToolError as e:
-        if e.status == 404:
-            raise NotFound(f"Box folder {parent} (--parent) not found") from None
-        if e.status != 409:
-            raise
-        obj = next((c for c in conflicts(e.body) if _is_folder(c)), None)
-        if obj is None:
-            found = CloudStore(parent, client=box, own_client=False)
-            try:
-                obj = found._find(found._list(parent), name)
-            finally:
-                found.close()
-            if obj is None or not _is_folder(obj):
-                raise InvalidInput(f"a file named {name!r} exists in Box folder {parent}") from None
-        if obj.get("id") is None:
-            raise BoxToolError(f"Box tool create_folder gave no folder id for {name!r}") from None
-        return str(obj["id"]), False
-    if obj is None or obj.get("id") is None:
-        raise BoxToolError(f"Box tool create_folder gave no folder id for {name!r}")
-    return str(obj["id"]), True
