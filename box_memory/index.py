@@ -521,3 +521,46 @@ def carry_over(fresh: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[d
             merged["file_id"] = prev["file_id"]
         out.append(merged)
     return out
+
+
+# Entry fields compared by `index-rebuild --check` and the staleness check; a field missing from
+# the current entry (older plugin indexes have no `local_path` or `superseded_by`) is not counted
+# as a change.
+COMPARED = (
+    "filename",
+    "local_path",
+    "title",
+    "slug",
+    "kind",
+    "status",
+    "team",
+    "tags",
+    "related",
+    "companion_for",
+    "sha256",
+    "size_bytes",
+    "created_at",
+    "updated_at",
+    "superseded_by",
+    "expires_at",
+    "file_id",
+)
+
+
+def _norm(v: Any) -> Any:
+    return None if v in (None, "", []) else v
+
+
+def entry_changes(cur: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Fields that differ between an indexed entry and the one a rebuild would write."""
+    out = []
+    if cur == new:
+        return []
+    for f in COMPARED:
+        if f not in cur:
+            continue
+        if f == "file_id" and not (cur.get(f) and new.get(f)):
+            continue
+        if _norm(cur.get(f)) != _norm(new.get(f)):
+            out.append(f)
+    return out
