@@ -15,7 +15,6 @@ import hashlib
 import html
 import json
 import os
-import re
 import secrets
 import threading
 import time
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from box_memory import locks, settings
 from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
+from box_memory.redaction import redact
 
 __all__ = [
     "DEFAULT_AUTHORIZE_URL",
@@ -71,28 +71,6 @@ Source = Literal["env", "store", "none"]
 
 
 # --------------------------------------------------------------------------- redaction
-
-_REDACTED = "[redacted]"
-_SECRET_KEYS = r"access_token|refresh_token|client_secret|code_verifier|code|token|assertion"  # noqa: S105 - names and URLs, not secrets
-_QUERY_SECRET = re.compile(rf"(?i)\b({_SECRET_KEYS})=([^&\s\"']+)")
-_JSON_SECRET = re.compile(rf"(?i)(\"(?:{_SECRET_KEYS})\"\s*:\s*\")([^\"]*)(\")")
-_BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]+")
-
-
-def redact(text: str, *secrets_: str | None) -> str:
-    """Remove the given secrets, and anything shaped like a token, from `text`.
-
-    Why both: explicit values catch a token echoed anywhere (a server's error_description), the
-    patterns catch `code=...`/`"access_token": "..."`/`Bearer ...` whose value we never saw.
-    """
-    out = str(text)
-    # Longest first so a secret that contains another is removed whole; very short values are
-    # skipped because replacing them would shred ordinary words without hiding anything.
-    for value in sorted({s for s in secrets_ if s and len(s) >= 4}, key=len, reverse=True):
-        out = out.replace(value, _REDACTED)
-    out = _QUERY_SECRET.sub(lambda m: f"{m.group(1)}={_REDACTED}", out)
-    out = _JSON_SECRET.sub(lambda m: f"{m.group(1)}{_REDACTED}{m.group(3)}", out)
-    return _BEARER.sub(f"Bearer {_REDACTED}", out)
 
 
 def _auth_error(message: str, *secrets_: str | None, code: str | None = None) -> AuthError:

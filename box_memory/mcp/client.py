@@ -55,6 +55,7 @@ from box_memory.errors import (
 )
 from box_memory.mcp.payload import tool_error, unwrap, unwrap_text
 from box_memory.mcp.schema import shape_args
+from box_memory.redaction import redact
 
 __all__ = [
     "DEFAULT_URL",
@@ -136,20 +137,6 @@ class StaticToken:
 
     def __repr__(self) -> str:
         return "StaticToken(***)"
-
-
-_BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
-_SECRET_PARAM_RE = re.compile(r"(?i)\b(access_token|refresh_token|client_secret|code|token)=[^&\s\"']+")
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """One line of `text` with every secret (and any bearer token or token parameter) masked."""
-    out = str(text)
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        out = out.replace(secret, "***")
-    out = _BEARER_RE.sub(r"\1 ***", out)
-    out = _SECRET_PARAM_RE.sub(r"\1=***", out)
-    return " ".join(out.split())
 
 
 def default_url() -> str:

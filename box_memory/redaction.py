@@ -1,0 +1,33 @@
+"""Secrets out of every message: the one `redact` used by the Box client and Box OAuth.
+
+Two ways a secret reaches a message: a value we hold (an access token, a client secret) echoed
+back by a server, and a value we never saw in a shape that says what it is (`code=...` in a URL,
+`"access_token": "..."` in a JSON body, `Authorization: Bearer ...`). Both are masked with `MARK`,
+and the text comes back as one line (an error message is one line on a terminal or in a log).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MARK", "redact"]
+
+MARK = "[redacted]"
+
+_KEYS = r"access_token|refresh_token|client_secret|code_verifier|code|token|assertion"
+_QUERY = re.compile(rf"(?i)\b({_KEYS})=([^&\s\"']+)")
+_JSON = re.compile(rf"(?i)(\"(?:{_KEYS})\"\s*:\s*\")([^\"]*)(\")")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
+
+
+def redact(text: object, *secrets: str | None) -> str:
+    """`text` on one line with each of `secrets`, and anything shaped like a token, masked."""
+    out = str(text)
+    # Longest first so a secret that contains another is removed whole; values shorter than 4
+    # characters are skipped because replacing them would shred ordinary words, hiding nothing.
+    for value in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        out = out.replace(value, MARK)
+    out = _QUERY.sub(lambda m: f"{m.group(1)}={MARK}", out)
+    out = _JSON.sub(lambda m: f"{m.group(1)}{MARK}{m.group(3)}", out)
+    out = _BEARER.sub(lambda m: f"{m.group(1)} {MARK}", out)
+    return " ".join(out.split())
