@@ -93,16 +93,16 @@ def _free_port() -> int:
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
-    import httpx
+    import httpx2
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"serve exited with {proc.returncode}")
         try:
-            httpx.post(url, json={}, timeout=2.0)
+            httpx2.post(url, json={}, timeout=2.0)
             return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             time.sleep(0.1)
     raise SystemExit(f"serve did not answer on {url}")
 

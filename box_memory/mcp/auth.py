@@ -4,7 +4,8 @@ Box refresh tokens are single use, so every refresh is serialised by a file lock
 pair is written to disk before the new access token is handed out: losing a rotated pair would
 force the user to log in again. Secrets never appear in messages, reprs or status output.
 
-httpx is imported inside the functions that talk to Box so that importing this module stays cheap.
+httpx2 (the HTTP stack the mcp SDK itself uses) is imported inside the functions that talk to Box
+so that importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -382,12 +383,12 @@ class _FileLock:
 
 def _token_request(url: str, form: dict[str, str], *, what: str) -> dict[str, Any]:
     """POST a form to the token endpoint; return the JSON answer or raise a redacted AuthError."""
-    import httpx
+    import httpx2
 
     hide = tuple(v for k, v in form.items() if k != "grant_type")
     try:
-        resp = httpx.post(url, data=form, headers={"Accept": "application/json"}, timeout=HTTP_TIMEOUT_S)
-    except httpx.HTTPError as exc:
+        resp = httpx2.post(url, data=form, headers={"Accept": "application/json"}, timeout=HTTP_TIMEOUT_S)
+    except httpx2.HTTPError as exc:
         raise _auth_error(
             f"Cannot reach the Box token endpoint {url} for {what}: {type(exc).__name__}: {exc}",
             *hide,
@@ -832,7 +833,7 @@ def status() -> AuthStatus:
 
 def _revoke_one(url: str, creds: Credentials, token: str, kind: str) -> str | None:
     """Best effort; returns a warning instead of raising."""
-    import httpx
+    import httpx2
 
     form = {"token": token}
     if creds.client_id:
@@ -840,8 +841,8 @@ def _revoke_one(url: str, creds: Credentials, token: str, kind: str) -> str | No
     if creds.client_secret:
         form["client_secret"] = creds.client_secret
     try:
-        resp = httpx.post(url, data=form, timeout=HTTP_TIMEOUT_S)
-    except httpx.HTTPError as exc:
+        resp = httpx2.post(url, data=form, timeout=HTTP_TIMEOUT_S)
+    except httpx2.HTTPError as exc:
         return redact(
             f"Could not revoke the {kind} at {url} ({type(exc).__name__}); removed the local copy anyway",
             *creds.secrets(),

@@ -13,7 +13,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from box_memory.errors import AuthError, InvalidInput
@@ -29,7 +29,7 @@ class Browser:
 
     def __init__(self, *, first_get: str | None = None) -> None:
         self.url: str | None = None
-        self.final: httpx.Response | None = None
+        self.final: httpx2.Response | None = None
         self.first_get = first_get
 
     def __call__(self, url: str) -> None:
@@ -37,8 +37,8 @@ class Browser:
         if self.first_get:
             redirect = self.params["redirect_uri"]
             stray = urllib.parse.urljoin(redirect, self.first_get)
-            assert httpx.get(stray).status_code == 404
-        self.final = httpx.get(url, follow_redirects=True, timeout=10)
+            assert httpx2.get(stray).status_code == 404
+        self.final = httpx2.get(url, follow_redirects=True, timeout=10)
 
     @property
     def params(self) -> dict[str, str]:
@@ -204,7 +204,7 @@ def test_callback_server_binds_loopback_only(fake: FakeBoxOAuth, monkeypatch) ->
 def test_fake_server_codes_are_single_use(fake: FakeBoxOAuth) -> None:
     do_login(fake)
     replay = dict(fake.token_requests[0])
-    r = httpx.post(fake.base_url + "/token", data=replay)
+    r = httpx2.post(fake.base_url + "/token", data=replay)
     assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
 
 
@@ -487,7 +487,7 @@ def test_flock_is_exclusive(tmp_path) -> None:
 
 
 def test_import_does_not_pull_in_httpx() -> None:
-    code = "import sys, box_memory.mcp.auth; print('httpx' in sys.modules)"
+    code = "import sys, box_memory.mcp.auth; print(bool({'httpx', 'httpx2'} & set(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

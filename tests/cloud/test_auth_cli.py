@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from box_memory.emulator import Emulator
@@ -111,7 +111,7 @@ def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None
             break
     assert url.startswith(oauth.base_url + "/authorize?"), url
     # Play the browser: the fake server redirects to the CLI's loopback callback.
-    httpx.get(url, follow_redirects=True, timeout=10)
+    httpx2.get(url, follow_redirects=True, timeout=10)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     data = json.loads(out)["data"]
@@ -142,7 +142,7 @@ def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli
         if line.startswith("http"):
             url = line.strip()
             break
-    httpx.get(url, follow_redirects=True, timeout=10)
+    httpx2.get(url, follow_redirects=True, timeout=10)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert oauth.authorize_requests[-1]["scope"] == "root_readwrite ai.readwrite docgen.readwrite"
@@ -167,7 +167,7 @@ def test_client_secret_as_an_argument_works_with_a_warning(oauth: FakeBoxOAuth) 
         if line.startswith("http"):
             url = line.strip()
             break
-    httpx.get(url, follow_redirects=True, timeout=10)
+    httpx2.get(url, follow_redirects=True, timeout=10)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     warnings = json.loads(out)["warnings"]
@@ -216,7 +216,7 @@ def test_client_secret_prompt_on_a_terminal_is_hidden(oauth: FakeBoxOAuth, tmp_p
         read_until(b"/authorize?")
         read_until(b"\n")
         url = next(line for line in seen.decode().splitlines() if line.startswith("http"))
-        httpx.get(url.strip(), follow_redirects=True, timeout=10)
+        httpx2.get(url.strip(), follow_redirects=True, timeout=10)
         deadline = time.monotonic() + 60
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)

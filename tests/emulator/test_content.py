@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-import httpx
+import httpx2
 import pytest
 
 from box_memory.emulator import Emulator
@@ -37,10 +37,10 @@ async def test_download_url_serves_bytes_without_bearer(emu: Emulator) -> None:
     url = answer["download_url"]
     assert url.startswith(f"{emu.base_url}/download/")
     assert answer["expires_at"]
-    r = httpx.get(url)
+    r = httpx2.get(url)
     assert r.status_code == 200
     assert r.content == (emu.root / "blob.bin").read_bytes()
-    assert httpx.get(url + "x").status_code == 404
+    assert httpx2.get(url + "x").status_code == 404
     assert emu.counters["downloads"] == 1
 
 
@@ -50,7 +50,7 @@ async def test_download_url_expires(emu: Emulator) -> None:
     async with connect(emu) as client:
         answer = await call(client, "get_download_url", file_id=emu.fs.id_for_path("readme.txt"))
     time.sleep(0.01)
-    assert httpx.get(answer["download_url"]).status_code == 404
+    assert httpx2.get(answer["download_url"]).status_code == 404
 
 
 @pytest.mark.anyio

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from mcp import MCPError
 
@@ -47,7 +47,7 @@ async def test_http_429_carries_retry_after_and_spares_the_handshake(root: Path)
                 await client.call_tool("who_am_i", {})
         assert (429, "3") in statuses
         assert emu.calls[-1].outcome == "http_429" and emu.calls[-1].status == 429
-        raw = httpx.post(
+        raw = httpx2.post(
             emu.url,
             headers={"authorization": f"Bearer {emu.token}", "accept": "application/json, text/event-stream"},
             json={
@@ -139,8 +139,8 @@ async def test_stop_and_start_on_the_same_port(emu: Emulator) -> None:
         before = await call(client, "list_folder_content_by_folder_id", folder_id="0")
         emu.stop()
         assert not emu.running
-        with pytest.raises(httpx.ConnectError):
-            httpx.get(f"{emu.base_url}/.well-known/oauth-protected-resource")
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get(f"{emu.base_url}/.well-known/oauth-protected-resource")
         emu.start()
         assert emu.url == url
         after = await call(client, "list_folder_content_by_folder_id", folder_id="0")  # stateless: carries on

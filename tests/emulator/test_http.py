@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 
 from box_memory.emulator import Emulator
@@ -22,7 +22,7 @@ MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": 
 
 
 def test_missing_token_is_an_exact_box_401(emu: Emulator) -> None:
-    r = httpx.post(emu.url, json=INIT, headers=MCP_HEADERS)
+    r = httpx2.post(emu.url, json=INIT, headers=MCP_HEADERS)
     assert r.status_code == 401
     assert r.content == b""
     assert r.headers["www-authenticate"] == (
@@ -33,7 +33,7 @@ def test_missing_token_is_an_exact_box_401(emu: Emulator) -> None:
 
 
 def test_wrong_token_is_invalid_token(emu: Emulator) -> None:
-    r = httpx.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer nope"})
+    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer nope"})
     assert r.status_code == 401
     assert r.content == b""
     challenge = r.headers["www-authenticate"]
@@ -42,24 +42,24 @@ def test_wrong_token_is_invalid_token(emu: Emulator) -> None:
 
 
 def test_non_bearer_authorization_counts_as_missing(emu: Emulator) -> None:
-    r = httpx.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Basic {emu.token}"})
+    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Basic {emu.token}"})
     assert r.status_code == 401
     assert 'error="invalid_request"' in r.headers["www-authenticate"]
 
 
 def test_valid_token_initializes(emu: Emulator) -> None:
-    r = httpx.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Bearer {emu.token}"})
+    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Bearer {emu.token}"})
     assert r.status_code == 200
     assert r.json()["result"]["serverInfo"]["name"]
 
 
 def test_get_root_is_405(emu: Emulator) -> None:
-    r = httpx.get(emu.url, headers={"authorization": f"Bearer {emu.token}", "accept": "text/event-stream"})
+    r = httpx2.get(emu.url, headers={"authorization": f"Bearer {emu.token}", "accept": "text/event-stream"})
     assert r.status_code == 405
 
 
 def test_protected_resource_document_needs_no_auth(emu: Emulator) -> None:
-    r = httpx.get(f"{emu.base_url}/.well-known/oauth-protected-resource")
+    r = httpx2.get(f"{emu.base_url}/.well-known/oauth-protected-resource")
     assert r.status_code == 200
     assert r.json() == {
         "resource": emu.base_url,
@@ -70,7 +70,7 @@ def test_protected_resource_document_needs_no_auth(emu: Emulator) -> None:
 
 
 def test_unknown_path_is_404(emu: Emulator) -> None:
-    assert httpx.get(f"{emu.base_url}/nowhere").status_code == 404
+    assert httpx2.get(f"{emu.base_url}/nowhere").status_code == 404
 
 
 @pytest.mark.anyio
@@ -83,13 +83,13 @@ async def test_tokens_rotate_and_revoke_at_runtime(emu: Emulator) -> None:
     async with connect(emu, "new", statuses=statuses) as client:
         await call(client, "who_am_i")
     assert all(s != 401 for s, _ in statuses)
-    r = httpx.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer old"})
+    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer old"})
     assert r.status_code == 401
     assert 'error="invalid_token"' in r.headers["www-authenticate"]
     assert emu.token == "new"
     emu.set_tokens([])
     assert (
-        httpx.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer new"}).status_code
+        httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer new"}).status_code
         == 401
     )
 

@@ -22,6 +22,9 @@ main()
 """
 
 
+NETWORK = {"mcp", "httpx", "httpcore", "httpx2", "httpcore2", "anyio"}
+
+
 def _modules(tmp_path: Path, *args: str) -> set[str]:
     out = tmp_path / "modules.json"
     res = subprocess.run(
@@ -42,7 +45,12 @@ def test_recall_imports_neither_mcp_nor_httpx(ws: Path, cli, tmp_path: Path) -> 
     warm = _modules(tmp_path, "recall", "token cache", "-w", str(ws), "--json")
     human = _modules(tmp_path, "recall", "tokens", "-w", str(ws))  # not a terminal: no rich
     for mods in (cold, warm, human):
-        assert not mods & {"mcp", "httpx", "httpcore", "anyio", "pydantic", "rich"}, mods
+        assert not mods & {*NETWORK, "pydantic", "rich"}, mods
     # A warm call answers from the cache: no YAML parser either.
     assert "yaml" not in warm
     assert "sqlite3" in warm
+
+
+def test_write_on_a_local_workspace_stays_off_the_network_stack(ws: Path, tmp_path: Path) -> None:
+    mods = _modules(tmp_path, "write", "Tokens expire hourly.", "--title", "Expiry", "-w", str(ws), "--json")
+    assert not mods & NETWORK, mods

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import anyio
-import httpx
+import httpx2
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import Cli
@@ -44,9 +44,9 @@ def wait_until_answering(url: str, proc: subprocess.Popen[bytes], timeout: float
             raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()!r}")  # type: ignore[union-attr]
         try:
             # Any HTTP answer means the app is up (a GET would open a long-lived event stream).
-            httpx.post(url, json={}, timeout=2.0)
+            httpx2.post(url, json={}, timeout=2.0)
             return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             time.sleep(0.05)
     raise AssertionError(f"serve did not answer on {url} within {timeout}s")
 

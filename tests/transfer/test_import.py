@@ -264,7 +264,7 @@ def test_local_import_stays_off_the_network_stack(ws: Path, tmp_path: Path) -> N
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["data"]["imported"] == 4
     mods = set(json.loads(out.read_text()))
-    assert not mods & {"mcp", "httpx", "httpcore", "anyio"}, mods
+    assert not mods & {"mcp", "httpx", "httpcore", "httpx2", "httpcore2", "anyio"}, mods
 
 
 def test_progress_bar_only_on_a_terminal(cli, ws: Path, tmp_path: Path) -> None:
