@@ -11,11 +11,10 @@ import orjson
 
 from box_memory import frontmatter, settings
 from box_memory.errors import InvalidFile, NotFound, Unreadable
-from box_memory.model import INDEX_MAPS, Memory, index_entry, now_iso, parse_time
+from box_memory.model import INDEX_MAPS, LIVE, Memory, index_entry, now_iso, parse_time
 from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-LIVE = ("active", "draft", "held")
 STALE_TOLERANCE_S = 2.0
 SKIP_MD = {"README.md"}
 DUMP_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS

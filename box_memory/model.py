@@ -24,6 +24,8 @@ WRITABLE_STATUSES = ("active", "draft")
 REQUIRED_KEYS = ("id", "slug", "title", "kind", "status", "created_at", "updated_at")
 INDEX_MAPS = ("by_id", "by_slug", "by_wikilink", "by_kind", "by_tag", "by_status", "by_companion_for")
 HIDDEN_STATUSES = ("superseded", "archived")
+# Statuses of memories that are current (recall ranks them first, listings show them).
+LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
 
 
 def now_iso() -> str:

@@ -29,7 +29,7 @@ import orjson
 
 from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, is_slug, normalize_tag, slugify, validate_team
-from box_memory.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
+from box_memory.model import HIDDEN_STATUSES, KINDS, LIVE, STATUSES, parse_time
 from box_memory.params import Param
 from box_memory.recall_cache import (
     ENTRY_COLS,
@@ -53,7 +53,6 @@ SMALL = 16 * WINDOW  # up to this many entries, free-text scoring reads them all
 RARE = 1000  # a query token in at most this many (and 1%) of the bodies and of the field postings
 # is scored up front
 MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
-LIVE = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)  # as index.LIVE, without importing YAML
 
 _STOPWORD_LIST = [
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",

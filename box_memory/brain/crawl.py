@@ -20,26 +20,12 @@ from typing import Any, Protocol
 
 from box_memory.brain.entry import clean_name, clean_path, safe_url
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
-from box_memory.mcp.payload import Page, Pager, listing
+from box_memory.mcp.payload import CRAWL_FIELDS, Page, Pager, listing
 from box_memory.names import nfc, resolve_nfc
 
 MAX_DEPTH = 12
 PAGE_LIMIT = 100
 LIST_TOOL = "list_folder_content_by_folder_id"
-LIST_FIELDS = [
-    "type",
-    "id",
-    "name",
-    "etag",
-    "sequence_id",
-    "sha1",
-    "size",
-    "modified_at",
-    "file_version",
-    "path_collection",
-    "parent",
-    "shared_link",
-]
 
 Progress = Callable[[str, int, int | None], None]
 
@@ -251,7 +237,7 @@ class BoxLister:
         self.client = client
 
     def page(self, folder_id: str, *, limit: int, marker: str | None, offset: int) -> Page:
-        args: dict[str, Any] = {"folder_id": folder_id, "limit": limit, "fields": LIST_FIELDS}
+        args: dict[str, Any] = {"folder_id": folder_id, "limit": limit, "fields": CRAWL_FIELDS}
         if marker:
             args["marker"] = marker
         elif offset:

@@ -42,12 +42,12 @@ from anthropic.types.beta import (
 )
 
 from box_memory.errors import BoxMemoryError
+from box_memory.model import LIVE
 from box_memory.workspace import Workspace
 
 ROOT = "/memories"
 TAG = "memory-tool"
 SOURCE_TYPE = "memory_tool"
-LIVE = ("active", "draft", "held")
 LINE_NUMBER_WIDTH = 6  # as the SDK's local tool: len(str(999999))
 MAX_LINES = 999_999
 

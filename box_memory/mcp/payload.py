@@ -18,7 +18,9 @@ from typing import Any
 from box_memory.errors import BoxMemoryError, BoxToolError, ToolDisabled, ToolMissing
 
 __all__ = [
+    "CRAWL_FIELDS",
     "DISABLED_TEXT",
+    "LIST_FIELDS",
     "Page",
     "Pager",
     "box_error",
@@ -32,6 +34,12 @@ __all__ = [
     "unwrap",
     "unwrap_text",
 ]
+
+# The Box item fields asked for when listing a folder (`fields` of list_folder_content_by_folder_id):
+# what the cloud store needs to know a file and tell when it changed ...
+LIST_FIELDS = ["type", "id", "name", "etag", "sha1", "size", "modified_at", "file_version"]
+# ... and, for brain-sync's crawl, where an item sits and whether it is shared.
+CRAWL_FIELDS = [*LIST_FIELDS, "sequence_id", "path_collection", "parent", "shared_link"]
 
 DISABLED_TEXT = "Tool has been disabled by the enterprise admin"
 """The start of Box's answer for a tool the enterprise admin switched off."""
