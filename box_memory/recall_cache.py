@@ -21,6 +21,7 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -247,6 +248,7 @@ class RecallCache:
         if any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or set(rows) - set(folders):
             db = self.conn
             db.execute("BEGIN IMMEDIATE")
+            self._begin_rids()
             try:
                 rows = self._folder_rows()  # another process may have refreshed meanwhile
                 for f in folders:
@@ -364,6 +366,9 @@ class RecallCache:
             if prev is not None:
                 replaced.append(prev[0])
             todo.append((ent, mid, path, sig, file_sig))
+        # Oldest first (by the stamp's text: cheap, and the order only affects speed): rids are
+        # times, so the inserts become appends.
+        todo.sort(key=lambda t: str(t[0].get("updated_at") or ""))
         if todo:  # cloud: fetch just the changed files, concurrently
             ws.store.prefetch(t[2] for t in todo)
         self._delete_rids([v[0] for v in old.values()] + replaced)
@@ -391,20 +396,27 @@ class RecallCache:
             (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
         )
 
-    def _new_rid(self, uts: float | None, taken: dict[int, int]) -> int:
-        """The next free rid in `uts`'s bucket, or past every rid above it when the bucket is full
-        (`taken`: the last rid given per bucket in this batch, not inserted yet; key -1: the
-        highest)."""
+    def _begin_rids(self) -> None:
+        """Start a write transaction's rid bookkeeping: `_taken` holds the last rid given per
+        bucket in it (key -1: the highest); a cache empty at the start needs no lookups."""
+        self._taken: dict[int, int] = {}
+        self._fresh = self.conn.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None
+
+    def _new_rid(self, uts: float | None) -> int:
+        """The next free rid in `uts`'s bucket, or past every rid above it when the bucket is full."""
+        taken = self._taken
         bucket = rid_bucket(uts)
         base, size = bucket << RID_SHIFT, 1 << RID_SHIFT
         last = taken.get(bucket)
-        if last is None:
+        if last is None and not self._fresh:
             last = self.conn.execute(
                 "SELECT max(rid) FROM entries WHERE rid BETWEEN ? AND ?", (base, base + size - 1)
             ).fetchone()[0]
         rid = base if last is None else last + 1
         if rid >= base + size:
-            top = self.conn.execute("SELECT max(rid) FROM entries WHERE rid >= ?", (base,)).fetchone()[0]
+            top = None
+            if not self._fresh:
+                top = self.conn.execute("SELECT max(rid) FROM entries WHERE rid >= ?", (base,)).fetchone()[0]
             rid = max(top or 0, taken.get(-1, 0)) + 1
         taken[rid >> RID_SHIFT] = rid
         taken[-1] = max(taken.get(-1, 0), rid)
@@ -416,7 +428,6 @@ class RecallCache:
         """Read the memory files of `todo` and add them to every table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
-        taken: dict[int, int] = {}
         for e, mid, path, sig, file_sig in todo:
             unread = len(self._unread)
             try:
@@ -439,7 +450,7 @@ class RecallCache:
             status = str(e.get("status") or "")
             folds = (folded(title), folded(slug), "\n".join(folded(t) for t in tags))
             uts, exp_ts, hidden = _ts(e.get("updated_at")), _ts(expires), int(status in HIDDEN_STATUSES)
-            rid = self._new_rid(uts, taken)
+            rid = self._new_rid(uts)
             entries.append(
                 (
                     rid,
@@ -474,6 +485,11 @@ class RecallCache:
             vocab.update(field)
             postings += [(w, rid, f, uts, hidden, exp_ts) for w, f in field.items()]
             tag_rows += [(folded(t), rid) for t in tags]
+        # Rows go in in key order: rids are times, not file order, and FTS5 flushes its pending
+        # terms to a new segment whenever a rowid is not above the last one (once per batch now).
+        for rows in (entries, srcs, bodies):
+            rows.sort(key=itemgetter(0))
+        postings.sort()
         db = self.conn
         db.executemany(
             "INSERT INTO entries(rid, folder, id, path, file_id, title, title_cf, slug, kind, status, team, "
@@ -505,6 +521,7 @@ class RecallCache:
         done = 0
         self.unreadable, self._unread, self._denied = [], [], []
         db.execute("BEGIN IMMEDIATE")
+        self._begin_rids()
         try:
             rows = self._folder_rows()
             for folder, idx in indexes.items():
