@@ -456,21 +456,28 @@ class Search:
             "qtag": _safe_tag(text) or qn,
         }
         exact: list[Hit] = []
-        rows = self.rows(
-            "e.title_cf = :qn OR e.slug_cf IN (:qn, :qslug) "
-            "OR e.rid IN (SELECT rid FROM tags WHERE tag IN (:qn, :qtag))",
-            keys,
+        # Only the `limit` best of them, in the final order (score, newest, not superseded, id):
+        # a common tag as the query matches thousands. With `limit` of them nothing partial can
+        # rank (every exact score is above every partial one), so the rest is not scored.
+        fsql, fparams = self.filters.where(self.include_hidden, self.now)
+        sql = (
+            f"SELECT {ENTRY_COLS} FROM entries e WHERE (e.title_cf = :qn OR e.slug_cf IN (:qn, :qslug) "  # noqa: S608
+            "OR e.rid IN (SELECT rid FROM tags WHERE tag IN (:qn, :qtag))) "
+            f"AND e.rid NOT IN (SELECT value FROM json_each(:xskip)) AND {fsql} "
+            "ORDER BY CASE WHEN e.title_cf = :qn THEN 0 WHEN e.slug_cf IN (:qn, :qslug) THEN 1 ELSE 2 END, "
+            "coalesce(e.updated_ts, 0.0) DESC, e.superseded_by IS NOT NULL, e.id DESC LIMIT :xlim"
         )
-        for r in rows:
-            if r.rid in skip:
-                continue
+        for r in (
+            Row(t)
+            for t in self.db.execute(sql, {**keys, **fparams, "xskip": _json_ints(skip), "xlim": self.limit})
+        ):
             if folded(r.title) == qn:
                 exact.append(Hit(r, 10.0, "title"))
             elif folded(r.slug) in (qn, keys["qslug"]):
                 exact.append(Hit(r, 8.0, "slug"))
             else:
                 exact.append(Hit(r, 6.0, "tag"))
-        if not tokens:
+        if not tokens or len(exact) >= self.limit:
             return exact
         p: dict[str, Any] = {"skip": _json_ints(skip | {h.row.rid for h in exact}), "lim": self.limit}
         psql, pparams = self.filters.where(self.include_hidden, self.now, on="postings")

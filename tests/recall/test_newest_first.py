@@ -133,3 +133,15 @@ def test_a_cache_of_the_previous_schema_is_rebuilt_with_rids_in_time_order(corpu
     for rid, t in rows:  # and every entry below a rid is older than what `uts_below` says
         bound = uts_below(rid + 1)
         assert bound is not None and t < bound and rid >> RID_SHIFT > 0
+
+
+def test_a_query_matching_many_memories_exactly_cuts_them_in_the_final_order(corpus: Path, cli) -> None:
+    # `retry` is a tag of dozens of memories (exact 6) and a word in many titles (partial 4):
+    # only the `limit` best exact matches are fetched, so every shorter answer must be a prefix
+    # of the longest one.
+    for query in ("retry", "queue", "auth"):
+        whole = cli.json("recall", query, "--limit", "400", "-w", str(corpus))["data"]["hits"]
+        assert sum(1 for h in whole if h["score"] == 6) > 15
+        for limit in (1, 2, 5, 9, 16, 30):
+            part = cli.json("recall", query, "--limit", str(limit), "-w", str(corpus))["data"]["hits"]
+            assert part == whole[:limit]
