@@ -8,9 +8,9 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from box_memory import settings
+from box_memory.result import Result
 
 SCHEDULE = "*/15 * * * *"
 # Variables that decide where the config, Brain store and credentials are, or which Box endpoint
@@ -38,7 +38,7 @@ def executable() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "box_memory"]
 
 
-def cron_line(args: list[str], schedule: str = SCHEDULE) -> dict[str, Any]:
+def cron_line(args: list[str], schedule: str = SCHEDULE) -> Result:
     env: dict[str, str] = {}
     if settings.home() is None:
         env.update(settings.present(["HOME"]))  # platformdirs resolves the user dirs from it
@@ -53,10 +53,5 @@ def cron_line(args: list[str], schedule: str = SCHEDULE) -> dict[str, Any]:
         for name in settings.present(SECRETS)
     ]
     # `%` ends a crontab command (the rest becomes stdin): escape it.
-    return {
-        "schedule": schedule,
-        "command": command,
-        "env": env,
-        "line": f"{schedule} {text.replace('%', chr(92) + '%')}",
-        "warnings": warnings,
-    }
+    line = f"{schedule} {text.replace('%', chr(92) + '%')}"
+    return Result({"schedule": schedule, "command": command, "env": env, "line": line}, warnings=warnings)

@@ -34,6 +34,7 @@ from box_memory.brain.settings import Settings
 from box_memory.brain.store import BrainStore, Change, ItemRow, Source, default_path
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
 from box_memory.model import now_iso, parse_time
+from box_memory.result import Result
 
 SYNC_TOOLS = frozenset(
     {
@@ -189,6 +190,26 @@ class SyncReport:
     @property
     def exit_code(self) -> int:
         return next((r.exit_code for r in self.runs if r.status == "failed"), 0)
+
+    @property
+    def result(self) -> Result:
+        """The `brain-sync` service result: every run, the counts summed, one error per failed run."""
+        totals: dict[str, int] = {}
+        for r in self.runs:
+            for k, v in r.counts.items():
+                totals[k] = totals.get(k, 0) + v
+        errors = [
+            {"code": r.error_code or "failed", "message": f"{r.source.label}: {r.error}"}
+            for r in self.runs
+            if r.status == "failed"
+        ]
+        return Result(
+            {"runs": [r.to_dict() for r in self.runs], "counts": totals, "status": self.status},
+            warnings=[*self.warnings, *(w for r in self.runs for w in r.warnings)],
+            errors=errors,
+            status=self.status,
+            exit_code=self.exit_code,
+        )
 
 
 # ---------------------------------------------------------------------------------------------

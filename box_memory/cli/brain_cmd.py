@@ -14,7 +14,6 @@ import typer
 
 from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, opts
 from box_memory.cli.output import Outcome, escape, run
-from box_memory.result import Result
 
 brain_app = typer.Typer(
     name="brain",
@@ -179,29 +178,11 @@ def brain_sync_cmd(
         finally:
             if bar is not None:
                 bar.close()
-        runs = [r.to_dict() for r in report.runs]
-        totals: dict[str, int] = {}
-        for r in report.runs:
-            for k, v in r.counts.items():
-                totals[k] = totals.get(k, 0) + v
-        warnings = [*report.warnings, *(w for r in report.runs for w in r.warnings)]
-        errors = [
-            {"code": r.error_code or "failed", "message": f"{r.source.label}: {r.error}"}
-            for r in report.runs
-            if r.status == "failed"
-        ]
         lines = [escape(r.summary()) for r in report.runs]
         if verbose:
             for r in report.runs:
                 lines += [f"  incomplete: {escape(x)}" for x in r.reasons]
-        result = Result(
-            {"runs": runs, "counts": totals, "status": report.status},
-            warnings=warnings,
-            status=report.status,
-            exit_code=report.exit_code,
-            errors=errors,
-        )
-        return Outcome(result, lines)
+        return Outcome(report.result, lines)
 
     run("brain-sync", o, go)
 
@@ -217,42 +198,12 @@ def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | Non
     if workspace is not None:
         local = not workspace.startswith("box:")
         args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
-    data = cron_line(args)
-    warnings = data.pop("warnings")
-    return Outcome(Result(data, warnings=warnings), [data["line"]])
+    result = cron_line(args)
+    return Outcome(result, [result.data["line"]])
 
 
 # ---------------------------------------------------------------------------------------------
 # brain group
-
-
-def _store(create: bool = False) -> Any:
-    from box_memory.brain.store import BrainStore, default_path
-
-    if not create and not default_path().exists():
-        return None
-    return BrainStore(create=True)
-
-
-def _source_id(store: Any, ref: str | None) -> int | None:
-    return None if ref is None or store is None else int(store.find_source(ref).id)
-
-
-def _limit(n: int) -> int:
-    from box_memory.errors import InvalidInput
-
-    if n < 1:
-        raise InvalidInput("--limit must be at least 1")
-    return n
-
-
-def _cand_id(text: str) -> int:
-    from box_memory.errors import InvalidInput
-
-    raw = text.strip().removeprefix("#")
-    if not raw.isdigit():
-        raise InvalidInput(f"review candidate ids are numbers (see `box-memory brain review`), not {text!r}")
-    return int(raw)
 
 
 @brain_app.command("status")
@@ -261,50 +212,29 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.brain.store import default_path
-        from box_memory.brain.sync import is_due
+        from box_memory.brain import service
 
-        path = default_path()
-        store = _store()
-        data: dict[str, Any] = {"store": str(path), "exists": store is not None, "sources": []}
-        if store is None:
+        result = service.status()
+        data = result.data
+        if not data["exists"]:
             return Outcome(
-                Result(data),
-                ["No Box Brain yet - run `box-memory brain-sync --folder-id ID` or `--path DIR`."],
+                result, ["No Box Brain yet - run `box-memory brain-sync --folder-id ID` or `--path DIR`."]
             )
-        with store:
-            import datetime as dt
-
-            now = dt.datetime.now(dt.UTC)
-            rows = []
-            for s in store.sources():
-                due, due_at = is_due(s, now)
-                info = s.to_dict()
-                info["items"] = store.item_counts(s.id)
-                info["due"] = due
-                info["next_due_at"] = (
-                    due_at.isoformat(timespec="seconds").replace("+00:00", "Z") if due_at else None
-                )
-                info["proposed_candidates"] = len(
-                    store.candidates(status="proposed", source_id=s.id, limit=10000)
-                )
-                data["sources"].append(info)
-                info["enabled"] = s.settings.enabled
-                rows.append(
-                    [
-                        str(s.id),
-                        escape(s.label),
-                        "on" if s.settings.enabled else "off",
-                        s.last_run_status or "-",
-                        str(info["items"]["entries"]),
-                        str(info["items"]["deleted"]),
-                        str(info["proposed_candidates"]),
-                        s.last_run_at or "-",
-                        escape(s.last_error or ""),
-                    ]
-                )
-        data["size_bytes"] = path.stat().st_size
-        lines = [f"Box Brain store: {escape(str(path))}"]
+        rows = [
+            [
+                str(s["id"]),
+                escape(s["label"]),
+                "on" if s["enabled"] else "off",
+                s["last_run_status"] or "-",
+                str(s["items"]["entries"]),
+                str(s["items"]["deleted"]),
+                str(s["proposed_candidates"]),
+                s["last_run_at"] or "-",
+                escape(s["last_error"] or ""),
+            ]
+            for s in data["sources"]
+        ]
+        lines = [f"Box Brain store: {escape(data['store'])}"]
         table = (
             [
                 "id",
@@ -319,7 +249,7 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
             ],
             rows,
         )
-        return Outcome(Result(data), lines, table=table)
+        return Outcome(result, lines, table=table)
 
     run("brain status", o, go)
 
@@ -336,11 +266,13 @@ def runs_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        store = _store()
-        if store is None:
-            return Outcome(Result({"runs": []}), ["No runs yet."])
-        with store:
-            rows = store.runs(source_id=_source_id(store, source), limit=_limit(limit))
+        from box_memory.brain import service
+        from box_memory.brain.store import default_path
+
+        result = service.runs(source, limit)
+        rows = result.data["runs"]
+        if not rows and not default_path().exists():
+            return Outcome(result, ["No runs yet."])
         table_rows = [
             [
                 str(r["id"]),
@@ -355,7 +287,7 @@ def runs_cmd(
             for r in rows
         ]
         return Outcome(
-            Result({"runs": rows}),
+            result,
             table=(
                 ["run", "source", "status", "started", "indexed", "unchanged", "deleted", "notes"],
                 table_rows,
@@ -380,18 +312,13 @@ def items_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.brain.store import ITEM_STATUSES
-        from box_memory.errors import InvalidInput
+        from box_memory.brain import service
+        from box_memory.brain.store import default_path
 
-        if status is not None and status not in ITEM_STATUSES:
-            raise InvalidInput(
-                f"unknown item status {status!r} (expected one of: {', '.join(ITEM_STATUSES)})"
-            )
-        store = _store()
-        if store is None:
-            return Outcome(Result({"items": []}), ["No items yet."])
-        with store:
-            rows = store.item_rows(source_id=_source_id(store, source), status=status, limit=_limit(limit))
+        result = service.items(source, status, limit)
+        rows = result.data["items"]
+        if not rows and not default_path().exists():
+            return Outcome(result, ["No items yet."])
         table_rows = [
             [
                 str(r["source_id"]),
@@ -402,9 +329,7 @@ def items_cmd(
             ]
             for r in rows
         ]
-        return Outcome(
-            Result({"items": rows}), table=(["source", "id", "status", "path", "note"], table_rows)
-        )
+        return Outcome(result, table=(["source", "id", "status", "path", "note"], table_rows))
 
     run("brain items", o, go)
 
@@ -427,20 +352,13 @@ def review_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.brain.store import CANDIDATE_STATUSES
-        from box_memory.errors import InvalidInput
+        from box_memory.brain import service
+        from box_memory.brain.store import default_path
 
-        if status != "all" and status not in CANDIDATE_STATUSES:
-            raise InvalidInput(f"unknown candidate status {status!r} (proposed, accepted, rejected or all)")
-        store = _store()
-        if store is None:
-            return Outcome(Result({"candidates": []}), ["Nothing to review."])
-        with store:
-            rows = store.candidates(
-                status=None if status == "all" else status,
-                source_id=_source_id(store, source),
-                limit=_limit(limit),
-            )
+        result = service.candidates(source, status, limit)
+        rows = result.data["candidates"]
+        if not rows and not default_path().exists():
+            return Outcome(result, ["Nothing to review."])
         lines: list[str] = []
         for c in rows:
             lines.append(
@@ -454,7 +372,7 @@ def review_cmd(
                 lines.append(f'    [dim]{escape(name)} {escape(where)}: "{escape(ev["excerpt"])}"[/dim]')
         if not rows:
             lines.append("Nothing to review.")
-        return Outcome(Result({"candidates": rows}), lines)
+        return Outcome(result, lines)
 
     run("brain review", o, go)
 
@@ -472,16 +390,13 @@ def accept_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
+        from box_memory.brain import service
         from box_memory.brain.review import accept
-        from box_memory.errors import NotFound
         from box_memory.workspace import open_workspace
 
-        number = _cand_id(cand_id)
+        number = service.candidate_id(cand_id)
         ws = open_workspace(o.workspace)
-        store = _store()
-        if store is None:
-            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
-        with store:
+        with service.existing_store(f"no review candidate {number}") as store:
             result = accept(store, number, ws, team=team)
         mem = result.data["memory"]
         lines = [f"Accepted #{number}: wrote [bold]{mem['id']}[/bold] {mem['kind']} '{escape(mem['title'])}'"]
@@ -504,14 +419,11 @@ def reject_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
+        from box_memory.brain import service
         from box_memory.brain.review import reject
-        from box_memory.errors import NotFound
 
-        number = _cand_id(cand_id)
-        store = _store()
-        if store is None:
-            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
-        with store:
+        number = service.candidate_id(cand_id)
+        with service.existing_store(f"no review candidate {number}") as store:
             result = reject(store, number)
         return Outcome(result, [f"Rejected #{number}."])
 
@@ -531,19 +443,14 @@ def purge_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.errors import NotFound
+        from box_memory.brain import service
 
-        store = _store()
-        if store is None:
-            raise NotFound(f"no Box Brain source {source!r} (no Box Brain store yet)")
-        with store:
-            src = store.find_source(source)
-            removed = store.purge_source(src)
-        data = {"source": src.to_dict(), "removed": removed}
+        result = service.purge(source)
+        src, removed = result.data["source"], result.data["removed"]
         return Outcome(
-            Result(data),
+            result,
             [
-                f"Purged {escape(src.label)} (source {src.id}): {removed['entries']} entries, "
+                f"Purged {escape(src['label'])} (source {src['id']}): {removed['entries']} entries, "
                 f"{removed['items']} items, "
                 f"{removed['runs']} runs, {removed['candidates']} candidates"
             ],
@@ -554,16 +461,12 @@ def purge_cmd(
 
 def _set_enabled(source: str, enabled: bool, o: Any) -> None:
     def go() -> Outcome:
-        from box_memory.errors import NotFound
+        from box_memory.brain import service
 
-        store = _store()
-        if store is None:
-            raise NotFound(f"no Box Brain source {source!r} (no Box Brain store yet)")
-        with store:
-            src = store.find_source(source)
-            src = store.save_settings(src, src.settings.updated({"enabled": enabled}))
+        result = service.set_enabled(source, enabled)
+        src = result.data["source"]
         word = "enabled" if enabled else "disabled (no more syncs; its entries stay until `brain purge`)"
-        return Outcome(Result({"source": src.to_dict()}), [f"Source {src.id} {escape(src.label)} {word}"])
+        return Outcome(result, [f"Source {src['id']} {escape(src['label'])} {word}"])
 
     run(f"brain source {'enable' if enabled else 'disable'}", o, go)
 
@@ -610,14 +513,11 @@ def review_edit_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
+        from box_memory.brain import service
         from box_memory.brain.review import edit
-        from box_memory.errors import NotFound
 
-        number = _cand_id(cand_id)
-        store = _store()
-        if store is None:
-            raise NotFound(f"no review candidate {number} (no Box Brain store yet)")
-        with store:
+        number = service.candidate_id(cand_id)
+        with service.existing_store(f"no review candidate {number}") as store:
             new_title, new_body = title, body
             if new_body == "-":
                 new_body = sys.stdin.read()

@@ -1,0 +1,121 @@
+"""The `brain` command group's services over the local Box Brain store: sources and their runs,
+items and review candidates. Each returns a `Result`; `cli/brain_cmd.py` renders it. Reading
+commands never create the store (no store yet is an empty answer); acting on a candidate or a
+source without one is `not_found`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from box_memory.brain.store import CANDIDATE_STATUSES, ITEM_STATUSES, BrainStore, default_path
+from box_memory.errors import InvalidInput, NotFound
+from box_memory.result import Result
+
+
+def open_store(create: bool = False) -> BrainStore | None:
+    if not create and not default_path().exists():
+        return None
+    return BrainStore(create=True)
+
+
+def _source_id(store: BrainStore, ref: str | None) -> int | None:
+    return None if ref is None else int(store.find_source(ref).id)
+
+
+def _limit(n: int) -> int:
+    if n < 1:
+        raise InvalidInput("--limit must be at least 1")
+    return n
+
+
+def candidate_id(text: str) -> int:
+    raw = text.strip().removeprefix("#")
+    if not raw.isdigit():
+        raise InvalidInput(f"review candidate ids are numbers (see `box-memory brain review`), not {text!r}")
+    return int(raw)
+
+
+def status() -> Result:
+    """Every source with its settings, item counts, due time and candidates to review."""
+    from box_memory.brain.sync import is_due
+
+    path = default_path()
+    store = open_store()
+    data: dict[str, Any] = {"store": str(path), "exists": store is not None, "sources": []}
+    if store is None:
+        return Result(data)
+    with store:
+        now = dt.datetime.now(dt.UTC)
+        for s in store.sources():
+            due, due_at = is_due(s, now)
+            info = s.to_dict()
+            info["items"] = store.item_counts(s.id)
+            info["due"] = due
+            info["next_due_at"] = (
+                due_at.isoformat(timespec="seconds").replace("+00:00", "Z") if due_at else None
+            )
+            info["proposed_candidates"] = len(
+                store.candidates(status="proposed", source_id=s.id, limit=10000)
+            )
+            info["enabled"] = s.settings.enabled
+            data["sources"].append(info)
+    data["size_bytes"] = path.stat().st_size
+    return Result(data)
+
+
+def runs(source: str | None = None, limit: int = 20) -> Result:
+    store = open_store()
+    if store is None:
+        return Result({"runs": []})
+    with store:
+        return Result({"runs": store.runs(source_id=_source_id(store, source), limit=_limit(limit))})
+
+
+def items(source: str | None = None, status: str | None = None, limit: int = 100) -> Result:
+    if status is not None and status not in ITEM_STATUSES:
+        raise InvalidInput(f"unknown item status {status!r} (expected one of: {', '.join(ITEM_STATUSES)})")
+    store = open_store()
+    if store is None:
+        return Result({"items": []})
+    with store:
+        rows = store.item_rows(source_id=_source_id(store, source), status=status, limit=_limit(limit))
+    return Result({"items": rows})
+
+
+def candidates(source: str | None = None, status: str = "proposed", limit: int = 100) -> Result:
+    if status != "all" and status not in CANDIDATE_STATUSES:
+        raise InvalidInput(f"unknown candidate status {status!r} (proposed, accepted, rejected or all)")
+    store = open_store()
+    if store is None:
+        return Result({"candidates": []})
+    with store:
+        rows = store.candidates(
+            status=None if status == "all" else status,
+            source_id=_source_id(store, source),
+            limit=_limit(limit),
+        )
+    return Result({"candidates": rows})
+
+
+def existing_store(what: str) -> BrainStore:
+    store = open_store()
+    if store is None:
+        raise NotFound(f"{what} (no Box Brain store yet)")
+    return store
+
+
+def purge(source: str) -> Result:
+    """Forget a source: its entries, items, runs and candidates (Box itself is never touched)."""
+    with existing_store(f"no Box Brain source {source!r}") as store:
+        src = store.find_source(source)
+        removed = store.purge_source(src)
+    return Result({"source": src.to_dict(), "removed": removed})
+
+
+def set_enabled(source: str, enabled: bool) -> Result:
+    with existing_store(f"no Box Brain source {source!r}") as store:
+        src = store.find_source(source)
+        src = store.save_settings(src, src.settings.updated({"enabled": enabled}))
+    return Result({"source": src.to_dict()})
