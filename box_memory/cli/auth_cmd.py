@@ -205,11 +205,9 @@ def logout_cmd(
         from box_memory.mcp import auth
 
         res = auth.logout(revoke=not no_revoke)
-        data = res.to_dict()
-        warnings = data.pop("warnings", [])
         line = "Logged out of Box." if res.removed else "No stored Box credentials to remove."
         if res.revoked:
             line += f" Revoked: {', '.join(r.replace('_', ' ') for r in res.revoked)}."
-        return Outcome(Result(data, warnings=warnings), [line])
+        return Outcome(res.result, [line])
 
     run("auth logout", o, go)

@@ -30,6 +30,7 @@ from box_memory import locks, settings
 from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
 from box_memory.redaction import redact
+from box_memory.result import Result
 
 __all__ = [
     "DEFAULT_AUTHORIZE_URL",
@@ -231,6 +232,11 @@ class LogoutResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def result(self) -> Result:
+        """The `auth logout` service result: the data without the warnings, which it reports."""
+        return Result({"removed": self.removed, "revoked": list(self.revoked)}, warnings=list(self.warnings))
 
 
 # --------------------------------------------------------------------------- endpoints
