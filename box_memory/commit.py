@@ -30,6 +30,7 @@ from box_memory.index import (
     save_index,
 )
 from box_memory.model import (
+    IndexEntry,
     Memory,
     index_entry,
 )
@@ -93,7 +94,7 @@ class Located:
 
     @property
     def path(self) -> str:
-        return str(self.entry.get("local_path") or join(self.folder, str(self.entry["filename"])))
+        return IndexEntry(self.folder, self.entry).path
 
 
 @dataclass

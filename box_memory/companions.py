@@ -38,7 +38,7 @@ from typing import Annotated, Any
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound, Unreadable
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
-from box_memory.model import now_iso
+from box_memory.model import IndexEntry, now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
 from box_memory.params import Param
 from box_memory.result import Result
@@ -428,7 +428,7 @@ class Companion:
 
     @property
     def path(self) -> str:
-        return str(self.entry.get("local_path") or join(self.folder, str(self.entry.get("filename"))))
+        return IndexEntry(self.folder, self.entry).path
 
     @property
     def cf(self) -> dict[str, Any]:
@@ -507,7 +507,7 @@ def find_companions(
         for e in idx.entries:
             if e.get("kind") != "companion" or (live_only and e.get("status") not in LIVE):
                 continue
-            path = str(e.get("local_path") or join(idx.folder, str(e.get("filename"))))
+            path = IndexEntry(idx.folder, e).path
             try:
                 mem = read_memory(ws, path)
             except (NotFound, InvalidFile, Unreadable) as err:

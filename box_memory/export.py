@@ -18,9 +18,8 @@ from typing import Any, BinaryIO
 import orjson
 
 from box_memory.errors import BoxMemoryError, InvalidInput
-from box_memory.model import HIDDEN_STATUSES, parse_time
+from box_memory.model import HIDDEN_STATUSES, IndexEntry, parse_time
 from box_memory.result import Result
-from box_memory.store.base import join
 from box_memory.workspace import Workspace
 
 EXPORT_VERSION = 1
@@ -56,7 +55,7 @@ def iter_memories(
         for e in idx.entries:
             if not include_superseded and e.get("status") in HIDDEN_STATUSES:
                 continue
-            path = str(e.get("local_path") or join(idx.folder, str(e.get("filename"))))
+            path = IndexEntry(idx.folder, e).path
             try:
                 raw = ws.store.read_bytes(path)
                 meta, body = frontmatter.parse(raw.decode("utf-8"), path)

@@ -41,7 +41,7 @@ import orjson
 from box_memory import frontmatter
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound
 from box_memory.ids import is_memory_id, validate_title
-from box_memory.model import KINDS, STATUSES, now_iso, parse_time
+from box_memory.model import KINDS, STATUSES, IndexEntry, now_iso, parse_time
 from box_memory.result import Result
 from box_memory.safeio import UnreadableFile, open_regular, read_regular
 from box_memory.workspace import Workspace
@@ -638,7 +638,7 @@ def existing_keys(ws: Workspace, folders: list[str]) -> tuple[set[str], set[str]
         if idx.folder not in folders:
             continue
         for e in idx.entries:
-            path = str(e.get("local_path") or f"{idx.folder}/{e.get('filename')}")
+            path = IndexEntry(idx.folder, e).path
             try:
                 raw = ws.store.read_bytes(path)
             except BoxMemoryError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +175,60 @@ def index_entry(mem: Memory, *, filename: str, file_id: str | None, size_bytes: 
     if mem.meta.get("expires_at"):
         entry["expires_at"] = str(mem.meta["expires_at"])
     return entry
+
+
+def entry_path(folder: str, entry: Mapping[str, Any]) -> str:
+    """Workspace-relative path of an index entry's memory file: its `local_path` (written since
+    the first format version, absent from hand-made or plugin indexes), else `filename` in the
+    folder whose `_index.json` holds it."""
+    local = entry.get("local_path")
+    if local:
+        return str(local)
+    return "/".join(p for p in (folder.strip("/"), str(entry.get("filename") or "").strip("/")) if p)
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One `_index.json` entry of `folder`, typed and read-only, over the dict as it is on disk.
+
+    `raw` is that dict itself, unknown keys and all: whatever rewrites an index writes `raw`, so
+    the file does not change because it was read through this view.
+    """
+
+    folder: str
+    raw: Mapping[str, Any]
+
+    @property
+    def path(self) -> str:
+        return entry_path(self.folder, self.raw)
+
+    @property
+    def id(self) -> str:
+        return str(self.raw.get("id") or "")
+
+    @property
+    def filename(self) -> str:
+        return str(self.raw.get("filename") or "")
+
+    @property
+    def status(self) -> str:
+        return str(self.raw.get("status") or "")
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind") or "")
+
+    @property
+    def title(self) -> str:
+        return str(self.raw.get("title") or "")
+
+    @property
+    def updated_at(self) -> str:
+        return str(self.raw.get("updated_at") or "")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Any key, known or not, as stored."""
+        return self.raw.get(key, default)
 
 
 DEFAULT_SETTINGS: dict[str, Any] = {

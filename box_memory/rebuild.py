@@ -37,7 +37,7 @@ from box_memory.index import (
     refresh_rollup,
     save_index,
 )
-from box_memory.model import INDEX_MAPS, index_entry, now_iso
+from box_memory.model import INDEX_MAPS, IndexEntry, index_entry, now_iso
 from box_memory.progress import each
 from box_memory.safeio import ReadFailed
 from box_memory.store.base import AlreadyExists, Entry, join
@@ -283,7 +283,7 @@ def _dedupe(s: FolderScan, entries: list[dict[str, Any]]) -> list[dict[str, Any]
         s.duplicates.append(
             {
                 "id": mid,
-                "indexed": keep.get("local_path") or join(s.folder, str(keep.get("filename"))),
+                "indexed": IndexEntry(s.folder, keep).path,
                 "paths": [join(s.folder, str(e.get("filename"))) for e in group],
             }
         )
@@ -399,7 +399,7 @@ def _supersede_repairs(scans: list[FolderScan]) -> tuple[list[dict[str, Any]], l
         recorded = old.get("superseded_by")
         item: dict[str, Any] = {
             "id": old_id,
-            "path": old.get("local_path") or join(old_scan.folder, str(old.get("filename"))),
+            "path": IndexEntry(old_scan.folder, old).path,
             "status": old.get("status"),
             "superseded_by": recorded or (min(claimants) if len(claimants) == 1 else None),
             "claimed_by": sorted(claimants),
@@ -515,7 +515,7 @@ def _run(
     for s in present:
         for e in s.entries:
             mid = str(e["id"])
-            path = str(e.get("local_path") or join(s.folder, str(e.get("filename"))))
+            path = IndexEntry(s.folder, e).path
             if mid in seen and seen[mid][0] != s.folder:
                 dup_ids.append(
                     {
@@ -606,7 +606,7 @@ def _run(
                         "folder": s.folder + "/",
                         "slug": slug,
                         "ids": [str(e["id"]) for e in group],
-                        "paths": [e.get("local_path") or join(s.folder, str(e["filename"])) for e in group],
+                        "paths": [IndexEntry(s.folder, e).path for e in group],
                     }
                 )
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import orjson
 
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
-from box_memory.model import HIDDEN_STATUSES, parse_time
+from box_memory.model import HIDDEN_STATUSES, entry_path, parse_time
 from box_memory.progress import task
 from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
@@ -577,7 +577,7 @@ def _entry_sig(ent: dict[str, Any]) -> bytes:
 
 
 def _entry_path(folder: str, ent: dict[str, Any]) -> str:
-    return str(ent.get("local_path") or join(folder, str(ent.get("filename") or "")))
+    return entry_path(folder, ent)
 
 
 def before_write(ws: Workspace, indexes: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:

@@ -15,7 +15,7 @@ from typing import Any
 from box_memory.errors import InvalidInput, NotFound
 from box_memory.ids import validate_team
 from box_memory.index import LIVE, FolderIndex, refresh_rollup
-from box_memory.model import now_iso
+from box_memory.model import IndexEntry, now_iso
 from box_memory.names import fold
 from box_memory.result import Result
 from box_memory.status import binaries, read_indexes
@@ -196,7 +196,7 @@ def team_conflicts(ws: Workspace, *, include_all: bool = False) -> Result:
                 "slug": e.get("slug"),
                 "status": e.get("status"),
                 "updated_at": e.get("updated_at"),
-                "path": e.get("local_path") or join(idx.folder, str(e.get("filename"))),
+                "path": IndexEntry(idx.folder, e).path,
             }
             by_slug.setdefault(str(e.get("slug")), []).append(item)
             by_title.setdefault(str(e.get("title", "")).casefold(), []).append(item)

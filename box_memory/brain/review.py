@@ -607,14 +607,14 @@ def _stale(doc: Doc, memories: list[Mem]) -> list[dict[str, Any]]:
 def workspace_memories(ws: Any) -> list[Mem]:
     """Active memories of a workspace (bodies read through its store; companions left out)."""
     from box_memory.index import load_all, read_memory
-    from box_memory.store.base import join
+    from box_memory.model import IndexEntry
 
     out: list[Mem] = []
     for idx in load_all(ws):
         for e in idx.entries:
             if e.get("status") != "active" or e.get("kind") == "companion":
                 continue
-            path = str(e.get("local_path") or join(idx.folder, str(e.get("filename"))))
+            path = IndexEntry(idx.folder, e).path
             try:
                 mem = read_memory(ws, path)
             except Exception:  # noqa: S112 - an unreadable memory is index-rebuild's business

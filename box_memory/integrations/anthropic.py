@@ -42,7 +42,7 @@ from anthropic.types.beta import (
 )
 
 from box_memory.errors import BoxMemoryError
-from box_memory.model import LIVE
+from box_memory.model import LIVE, IndexEntry
 from box_memory.workspace import Workspace
 
 ROOT = "/memories"
@@ -130,12 +130,11 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
 
     def _read_version(self, entry: dict[str, Any], folder: str) -> StoredFile | None:
         from box_memory import frontmatter
-        from box_memory.store.base import join
 
         mem_id = str(entry.get("id"))
         if mem_id in self._versions:
             return self._versions[mem_id]
-        path = str(entry.get("local_path") or join(folder, str(entry.get("filename"))))
+        path = IndexEntry(folder, entry).path
         raw = self.workspace.store.read_bytes(path)
         meta, body = frontmatter.parse(raw.decode("utf-8"), path)
         ref = next(
