@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from box_memory import settings
 from box_memory.errors import BoxMemoryError, LockBusy, WriteRefused
 from box_memory.model import now_iso, parse_time
 from box_memory.store.base import AlreadyExists, Entry
@@ -59,18 +60,13 @@ def _sha1(data: bytes) -> str:
 
 def _settle_floor() -> float:
     """Minimum wait between taking the lease and reading it back (env `BOX_MEMORY_LOCK_SETTLE_S`)."""
-    try:
-        return max(0.0, float(os.environ.get("BOX_MEMORY_LOCK_SETTLE_S", "0.1")))
-    except ValueError:
-        return 0.1
+    return settings.lock_settle_s()
 
 
 class Lease:
     """`_box-memory.lock` on Box: a lease taken by a new version and verified by reading it back."""
 
     def __init__(self, store: LeaseStore, *, writer: str, skill: str) -> None:
-        from box_memory.store.local import lock_settings
-
         self.store = store
         self.name = store.lock_name()
         self.token = secrets.token_hex(8)
@@ -84,8 +80,8 @@ class Lease:
             "token": self.token,
             "backend": "cloud",
         }
-        self.stale_after, self.wait, self.renew_every = lock_settings()
-        if "BOX_MEMORY_LOCK_RENEW_S" not in os.environ:
+        self.stale_after, self.wait, self.renew_every = settings.lock_timing()
+        if not settings.lock_renew_set():
             # Every renewal is a Box file version (and a details call): renew at half the stale
             # time, not a third, which still leaves half of it for one slow renewal.
             self.renew_every = max(self.renew_every, self.stale_after / 2)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from box_memory import settings
 from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
@@ -41,7 +41,14 @@ from box_memory.errors import (
     WorkspaceNotFound,
     WriteRefused,
 )
-from box_memory.mcp.payload import Pager, conflicts, listing, representation_pending, text_content
+from box_memory.mcp.payload import (
+    LIST_FIELDS,
+    Pager,
+    conflicts,
+    listing,
+    representation_pending,
+    text_content,
+)
 from box_memory.model import WorkspaceConfig, now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.safeio import check_size, kind_for
@@ -77,7 +84,6 @@ _SHARED_LINK_RE = re.compile(r"shared[ _-]?link", re.IGNORECASE)
 _EXTERNAL_RE = re.compile(r"external[ _-]?collaborat", re.IGNORECASE)
 _FILE_TYPE_RE = re.compile(r"(file[ _-]?type|extension|text files? only|text types?)", re.IGNORECASE)
 SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
-LIST_FIELDS = ["type", "id", "name", "etag", "sha1", "size", "modified_at", "file_version"]
 _SCOPE_FOLDERS = ("memories", "files", "companions")
 MIB = 1024 * 1024
 PREFETCH_CONCURRENCY = 4
@@ -106,21 +112,13 @@ def close_all() -> list[str]:
 
 def _list_limit() -> int:
     """Page size of folder listings (env `BOX_MEMORY_LIST_LIMIT` lets tests force paging)."""
-    try:
-        return max(1, min(1000, int(os.environ.get("BOX_MEMORY_LIST_LIMIT", "1000"))))
-    except ValueError:
-        return 1000
+    return settings.list_limit()
 
 
 def _content_retries() -> tuple[int, float]:
     """(attempts, first back-off in seconds) for a file read that does not verify
     (env `BOX_MEMORY_CONTENT_ATTEMPTS`, `BOX_MEMORY_CONTENT_BACKOFF_S`; tests shorten the wait)."""
-    try:
-        attempts = max(1, min(10, int(os.environ.get("BOX_MEMORY_CONTENT_ATTEMPTS", "3"))))
-        backoff = max(0.0, float(os.environ.get("BOX_MEMORY_CONTENT_BACKOFF_S", "1.0")))
-    except ValueError:
-        return 3, 1.0
-    return attempts, backoff
+    return settings.content_retries()
 
 
 def _split(path: str) -> tuple[str, str]:
