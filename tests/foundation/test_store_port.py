@@ -134,3 +134,30 @@ def test_nothing_outside_store_probes_a_store(what: str) -> None:
                 ):
                     bad.append(f"{rel}:{node.lineno}")
     assert bad == []
+
+
+@pytest.mark.parametrize("module", ["store/cloud/lease.py", "store/cloud/provision.py"])
+def test_the_lease_and_provisioning_use_the_cloud_store_public_api_only(module: str) -> None:
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    private = [
+        f"{module}:{node.lineno} .{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    ]
+    assert private == []
+
+
+def test_the_store_package_imports_no_layer_above_it() -> None:
+    above = ("box_memory.workspace", "box_memory.index", "box_memory.cli", "box_memory.server")
+    services = ("box_memory.memories", "box_memory.recall", "box_memory.rebuild", "box_memory.companions")
+    bad = [
+        f"{rel}: {name}"
+        for rel, tree in _sources()
+        if rel.startswith("store/")
+        for name in _imports(tree)
+        if name.startswith(above + services)
+    ]
+    assert bad == []
