@@ -50,6 +50,7 @@ BRAIN_LIMIT = 8
 EXCERPT_CHARS = 200
 WINDOW = 1024  # entries in the first rid range free-text scoring reads (then 1.5x, 2.25x...)
 SMALL = 16 * WINDOW  # up to this many entries, free-text scoring reads them all in one run
+MANY = 6  # ...and as many common (not rare) query words
 RARE = 1000  # a query token in at most this many (and 1%) of the bodies and of the field postings
 # is scored up front
 MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
@@ -618,7 +619,10 @@ class Search:
         if top_level < 0:
             return got
         left = self.cache.entry_count()
-        span = WINDOW if left > SMALL else left  # a small cache is read in one run
+        # A small cache is read in one run; so is any cache when the top level needs MANY common
+        # words at once (few entries hold them all, so the ranges would read everything anyway).
+        many = top_level - 40 >= MANY - 1
+        span = WINDOW if left > SMALL and not many else left
         while hi is not None:
             # A range leaving less than half its size behind takes the rest too (one run fewer).
             below = None
