@@ -42,7 +42,7 @@ from box_memory.model import IndexEntry, now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
 from box_memory.params import Param
 from box_memory.result import Result
-from box_memory.safeio import UnreadableFile
+from box_memory.safeio import ReadFailed, UnreadableFile
 from box_memory.store.base import Entry, as_box_tools, clean_path, join
 from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace
 
@@ -647,6 +647,8 @@ def state_of(
                 )
         except NotFound:  # deleted between the stat and the read
             return {**out, "state": "orphaned"}
+        except ReadFailed:  # held open, or Box Drive has not delivered it: not known, not stale
+            raise
         except UnreadableFile as e:  # replaced by a FIFO, device or symlink: changed, not hashed
             return {**out, "state": "stale", "error": str(e)}
         current = getattr(digest, c.hash_algo)
@@ -710,7 +712,7 @@ def stale_report(
         for c in comps:
             try:
                 st = state_of(ws, c, hashes=hashes)
-            except Unreadable as e:  # neither stale nor orphaned: this user may not read the binary
+            except (Unreadable, ReadFailed) as e:  # neither stale nor orphaned: not readable now
                 problems.append(f"companion {c.id} ({c.path}): {e}")
                 continue
             if st["state"] != "current":
@@ -979,6 +981,8 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
         check_content(req.body)
     try:
         digest = hash_binary(ws, binary.path)
+    except ReadFailed:
+        raise
     except UnreadableFile as e:
         raise InvalidInput(str(e)) from None
     after = stat_binary(ws, binary.path)

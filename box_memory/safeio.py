@@ -384,6 +384,14 @@ class _Readers:
 _readers: _Readers | None = None
 
 
+def guarded(path: str | Path, where: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` (an open or a read of `path`), timed like `read_regular`'s reads when `path` is
+    in Box Drive: for callers that read a file step by step (companions hash binaries in chunks)."""
+    if not _watched(path):
+        return fn(*args)
+    return _timed(fn, args, where)
+
+
 def _timed(fn: Callable[..., Any], args: tuple[Any, ...], where: str) -> Any:
     global _readers
     timeout = read_timeout()

@@ -20,7 +20,9 @@ from box_memory.safeio import (
     RETRY_DELAYS_S,
     ReadFailed,
     ReadTimedOut,
+    guarded,
     injected_failure,
+    injected_hang,
     kind_for,
     open_regular,
     read_regular,
@@ -184,11 +186,16 @@ class LocalStore:
 
     @staticmethod
     def _chunks(real: Path, chunk_size: int, label: str) -> Iterator[bytes | memoryview]:
-        fd, _ = open_regular(real, label, follow=False)
+        # A binary in Box Drive may be online-only: the open and each chunk are timed (safeio).
+        def opened() -> tuple[int, int]:
+            injected_hang(real)  # test hook BOX_MEMORY_HANG_READ
+            return open_regular(real, label, follow=False)
+
+        fd, _ = guarded(real, label, opened)
         with os.fdopen(fd, "rb", buffering=0) as f:
             buf = bytearray(chunk_size)
             view = memoryview(buf)
-            while n := f.readinto(buf):
+            while n := guarded(real, label, f.readinto, buf):
                 yield view[:n]  # a view of the one buffer: consumed before the next read
 
     def prefetch(self, paths: Iterable[str]) -> int:

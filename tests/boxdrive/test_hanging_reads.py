@@ -214,6 +214,38 @@ def test_a_timeout_of_zero_waits_for_the_read(ws):
     assert took >= 2
 
 
+def test_a_hanging_binary_never_stalls_companion_status_or_recall(ws, snap):
+    binary = ws / "files" / "plan.pdf"
+    binary.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40)
+    hang = "files/plan.pdf"
+    code, env, took = bm("companion", "files/plan.pdf", "-w", str(ws), hang=hang)
+    assert code == 4, env  # hashing needs the binary: nothing is written without it
+    assert took < 30
+    assert env["errors"][0]["code"] == "read_timeout" and "files/plan.pdf" in env["errors"][0]["message"]
+    assert not (ws / "files" / "plan.pdf.md").exists()
+    code, env, _ = bm("companion", "files/plan.pdf", "-w", str(ws))
+    assert code == 0, env
+    data = bytearray(binary.read_bytes())
+    data[100] ^= 1
+    binary.write_bytes(bytes(data))  # same size, changed: the next check must hash it again
+    os.utime(binary, (time.time() + 5, time.time() + 5))
+    before = snap(ws)
+    code, env, took = bm("status", "-w", str(ws), hang=hang)
+    assert code == 0, env
+    assert took < 30
+    comps = env["data"]["companions"]
+    assert comps["stale"] == 0  # not known to be stale
+    assert [p for p in comps["problems"] if "files/plan.pdf was not read within" in p]
+    code, env, took = bm("recall", "plan.pdf", "-w", str(ws), hang=hang)
+    assert code == 0, env
+    assert took < 30
+    assert [h["title"] for h in env["data"]["hits"]] == ["Companion \u2014 plan.pdf"]
+    code, env, took = bm("companion", "files/plan.pdf", "--check", "-w", str(ws), hang=hang)
+    assert code == 4, env  # not known to be stale: Box Drive did not deliver the binary
+    assert took < 30
+    assert snap(ws) == before
+
+
 def _reader_threads() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "box-memory-read")
 
