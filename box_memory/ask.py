@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from box_memory.errors import BoxMemoryError, ToolMissing
+from box_memory.errors import BoxMemoryError, InvalidInput, ToolMissing
+from box_memory.result import Result
 from box_memory.store.base import as_box_tools
 from box_memory.workspace import Workspace
 
@@ -43,6 +44,15 @@ def _hub_warming(e: BoxMemoryError) -> bool:
     the warm-up, not its error; CONNECTORS.md)."""
     text = str(e).lower()
     return "index" in text and "hub" in text
+
+
+def ask_over(ws: Workspace, recalled: Result, question: str, *, hub: str | None = None) -> Result:
+    """`recall --ask`: the recall result with Box AI's answer as `data.ask` (None when there is
+    none) and the reasons it could not answer as warnings."""
+    if not question.strip():
+        raise InvalidInput("--ask needs a question")
+    answer, warnings = ask_box_ai(ws, recalled.data["hits"], question.strip(), hub=hub)
+    return recalled.with_data(ask=answer).warned(*warnings)
 
 
 def ask_box_ai(

@@ -126,17 +126,12 @@ def recall_cmd(
         result = res.result
         best = res.data.get("full")
         if ask is not None:
-            if not ask.strip():
-                from box_memory.errors import InvalidInput
+            from box_memory.ask import ask_over
 
-                raise InvalidInput("--ask needs a question")
-            from box_memory.ask import ask_box_ai
-
-            res.data["ask"], more = ask_box_ai(ws, res.data["hits"], ask.strip(), hub=hub)
-            result = result.warned(*more)
+            result = ask_over(ws, result, ask, hub=hub)
         lines = _lines(res, verbose, sys.stdout.isatty())
-        if res.data.get("ask"):
-            a = res.data["ask"]
+        if result.data.get("ask"):
+            a = result.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
             if a.get("hub", {}).get("answered"):
                 lines.append(f"  from Box Hub {a['hub']['id']}")
