@@ -129,6 +129,8 @@ def test_every_command_renders_through_the_one_envelope(
         printed = json.loads(res.stdout)
         assert printed == _plain(spy.calls[-1]), name
         assert printed["command"] == name and res.exit_code == printed["exit_code"], (name, printed)
+        # Warnings travel in the envelope, never tucked inside the data.
+        assert "warnings" not in printed["data"], name
         # Each reached its own code: a usage error (exit 2 before the command ran) would not.
         assert not any(e["code"] == "usage_error" for e in printed["errors"]), (name, printed)
 
@@ -155,6 +157,6 @@ def test_every_tool_renders_through_the_one_envelope(walk_ws: Path, monkeypatch:
     for name, (structured, env) in seen.items():
         rendered = {k: v for k, v in _plain(env).items() if k in TOOL_RESULT_KEYS}
         assert {k: v for k, v in structured.items() if k != "boundary"} == rendered, name
-        assert env["command"] == name
+        assert env["command"] == name and "warnings" not in structured["data"]
     assert seen["companion_check"][0]["errors"][0]["code"] == "not_found"
     assert seen["index_rebuild"][0]["status"] in ("ok", "error")
