@@ -38,6 +38,8 @@ def index_rebuild(
     companions_only: bool = False,
 ) -> Result:
     """Exit 6 for what a rebuild cannot settle (duplicate ids) and, with `check`, for drift."""
+    # Finding edits made without the lock is the point: no folder listing kept from before.
+    ws.store.drop_listings(fresh=True)
     report = rebuild_report(ws, folder, team=team, check=check, companions_only=companions_only)
     warnings: list[str] = []
     errors: list[dict[str, str]] = []

@@ -48,6 +48,7 @@ LOCK_WAIT_S = "BOX_MEMORY_LOCK_WAIT_S"
 LOCK_RENEW_S = "BOX_MEMORY_LOCK_RENEW_S"
 LOCK_SETTLE_S = "BOX_MEMORY_LOCK_SETTLE_S"
 LIST_LIMIT = "BOX_MEMORY_LIST_LIMIT"
+LISTING_TRUST_S = "BOX_MEMORY_LISTING_TRUST_S"
 CONTENT_ATTEMPTS = "BOX_MEMORY_CONTENT_ATTEMPTS"
 CONTENT_BACKOFF_S = "BOX_MEMORY_CONTENT_BACKOFF_S"
 CATALOGUE_CACHE = "BOX_MEMORY_CATALOGUE_CACHE"
@@ -151,6 +152,12 @@ def list_limit() -> int:
         return max(1, min(1000, int(os.environ.get(LIST_LIMIT, "1000"))))
     except ValueError:
         return 1000
+
+
+def listing_trust_s() -> float:
+    """How long Box folder listings kept from an earlier command may be reused while the workspace
+    root is unchanged (store/cloud/listings.py); 0 lists every folder on every command."""
+    return max(0.0, _float(LISTING_TRUST_S, 60.0))
 
 
 def content_retries() -> tuple[int, float]:

@@ -163,6 +163,9 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
     from box_memory import names
     from box_memory.commit import unmerged_copies
 
+    if check_indexes:  # asked to compare indexes with their files: every folder listed anew
+        ws.store.drop_listings(fresh=True)
+
     unreadable: list[str] = []
     indexes, problems = read_indexes(ws, unreadable)
     entries = [(idx, e) for idx in indexes for e in idx.entries]

@@ -17,6 +17,10 @@ from box_memory.cli.app import app
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("bm-home")
     monkeypatch.setenv("BOX_MEMORY_HOME", str(home))
+    # Tests change files in (emulated) Box behind the lock's back, as a person in the Box web app
+    # would, and expect the very next command to see it: no Box folder listing is reused between
+    # commands. tests/cloud/test_listing_reuse.py turns the reuse (on by default) back on.
+    monkeypatch.setenv("BOX_MEMORY_LISTING_TRUST_S", "0")
     for var in (
         "BOX_MEMORY_WORKSPACE",
         "BOX_ACCESS_TOKEN",

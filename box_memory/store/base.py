@@ -75,8 +75,9 @@ class Store(Protocol):
         """
         ...
 
-    def drop_listings(self) -> None:
-        """Forget listings cached for this command, so the next read sees other writers."""
+    def drop_listings(self, *, fresh: bool = False) -> None:
+        """Forget listings cached for this command, so the next read sees other writers; `fresh`:
+        list every folder anew for the rest of the command (no listing kept from before is reused)."""
         ...
 
     def prefetch(self, paths: Iterable[str]) -> int:

@@ -361,7 +361,7 @@ class LocalStore:
     def listing_incomplete(self, path: str) -> str | None:
         return None  # a local listing is the folder itself
 
-    def drop_listings(self) -> None:
+    def drop_listings(self, *, fresh: bool = False) -> None:
         """Nothing to drop: the one cached listing is revalidated by the folder's mtime."""
 
     def folder_id(self, path: str) -> str | None:

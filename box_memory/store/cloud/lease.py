@@ -42,12 +42,14 @@ class LeaseStore(Protocol):
 
     warnings: list[str]
 
-    def drop_listings(self) -> None: ...
+    def drop_listings(self, *, fresh: bool = False) -> None: ...
     def stat(self, path: str) -> Entry | None: ...
     def read_bytes(self, path: str) -> bytes: ...
     def create_bytes(self, path: str, data: bytes) -> str | None: ...
     def write_version(self, path: str, file_id: str, data: bytes) -> str: ...
     def current_sha1(self, file_id: str) -> str | None: ...
+    def current_version(self, file_id: str) -> tuple[str | None, str | None]: ...
+    def root_listing_age(self) -> float | None: ...
     def current_text(self, file_id: str) -> str: ...
     def call(self, tool: str, args: dict[str, Any]) -> Any: ...
     def lock_name(self) -> str: ...
@@ -56,6 +58,19 @@ class LeaseStore(Protocol):
 
 def _sha1(data: bytes) -> str:
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+FIRST_LOOK_S = 2.0  # a root listing younger than this decides the first attempt at the lease
+
+
+def _next_version(before: str | None, after: str | None) -> bool:
+    """True when `after` is the etag of the version right after `before`: Box counts a file's
+    etag up by one per new version (the emulator does too). Anything else (a gap, an etag that is
+    not a number) is taken as another writer in between."""
+    try:
+        return before is not None and after is not None and int(after) == int(before) + 1
+    except ValueError:
+        return False
 
 
 def _settle_floor() -> float:
@@ -107,11 +122,14 @@ class Lease:
         last = renewed.timestamp() if renewed else item.modified
         return time.time() - last, body
 
-    def _verified(self) -> bool:
-        """True when the lock file still holds our last version (sha1 from a fresh details call)."""
+    def _verified(self, etag: list[str | None] | None = None) -> bool:
+        """True when the lock file still holds our last version (sha1 from a fresh details call);
+        `etag` receives the etag Box reports for it."""
         if self.file_id is None:
             return False
-        sha = self.store.current_sha1(self.file_id)
+        sha, now = self.store.current_version(self.file_id)
+        if etag is not None:
+            etag.append(now)
         if sha:
             return sha == self.sha1
         raw = self.store.current_text(self.file_id)
@@ -124,8 +142,14 @@ class Lease:
         deadline = time.monotonic() + self.wait
         delay = 0.05
         holder: dict[str, Any] = {}
+        # The root listing this command just read shows the lock as it is (a writer that takes it
+        # meanwhile is seen below); an older one, or any retry, lists the root again.
+        age = st.root_listing_age()
+        fresh_look = age is not None and age < FIRST_LOOK_S
         while True:
-            st.drop_listings()
+            if not fresh_look:
+                st.drop_listings()
+            fresh_look = False
             item = st.stat(self.name)
             data = self._bytes()
             if item is None:
@@ -150,6 +174,7 @@ class Lease:
                     # whoever wrote last wins, and everyone else sees that on the read-back.
                     time.sleep(max(_settle_floor(), 2 * rtt))
                     if self._verified():
+                        self.verified_at = time.monotonic()
                         break
                     self.file_id = self.sha1 = None
             if time.monotonic() >= deadline:

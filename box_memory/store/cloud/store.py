@@ -55,6 +55,7 @@ from box_memory.safeio import check_size, kind_for
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join, logical_folder_paths
 from box_memory.store.cloud.cache import ContentCache
 from box_memory.store.cloud.lease import FALLBACK_LOCK_NAME, LOCK_NAME, Lease
+from box_memory.store.cloud.listings import Kept, ListingSnapshot, root_signature, usable
 from box_memory.store.cloud.tier import TEMPLATE_SCOPE, detect_tier, metadata_fields
 
 __all__ = [
@@ -252,6 +253,14 @@ class CloudStore:
         self._incomplete: dict[str, str] = {}  # folder id -> why its listing may be short
         self.lock_name_used: str | None = None
         self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
+        # Listings carried from an earlier command (on disk) or from before drop_listings, reused
+        # while the root lists exactly as it did when they were read (listings.py).
+        self._snapshot = ListingSnapshot(user_dirs().cache / "box" / self.root_id)
+        self._kept: Kept | None = None
+        self._kept_loaded = False
+        self._reuse = True  # False once a caller asked for fresh listings (index-rebuild)
+        self._listed_at: dict[str, float] = {}
+        self._coherent: set[str] = set()  # folders read (or confirmed) under the current root listing
         self.warnings: list[str] = []
         self._redetected = False
         self.list_calls = 0
@@ -339,6 +348,9 @@ class CloudStore:
         return bool(self.box.has_tool(tool))
 
     def close(self) -> None:
+        kept = self._keep()
+        if kept is not None and settings.listing_trust_s() > 0:
+            self._snapshot.save(kept)
         client, self._client = self._client, None
         if client is not None and self._own_client:
             client.close()
@@ -371,14 +383,50 @@ class CloudStore:
 
     # -- listings and path resolution -------------------------------------------------------
 
-    def drop_listings(self) -> None:
-        """Forget every cached listing (folder ids stay): the next read sees other writers. A
-        session that was ended elsewhere (a long-lived server between tool calls) is reopened on
-        next use."""
+    def drop_listings(self, *, fresh: bool = False) -> None:
+        """Forget every cached listing (folder ids stay): the next read sees other writers. The
+        other folders' listings come back without a call when the root then lists unchanged (no
+        writer took the lock meanwhile; listings.py), unless `fresh` (index-rebuild: from now on
+        every folder is listed anew). A session that was ended elsewhere (a long-lived server
+        between tool calls) is reopened on next use."""
+        if fresh:
+            self._reuse = False
+            self._kept = None
+        else:
+            self._kept = self._keep()
         self._listings.clear()
+        self._coherent.clear()
         self._prefetched = False
         if self._client is not None and not getattr(self._client, "is_open", True):
             self._client = None
+
+    def _keep(self) -> Kept | None:
+        """The listings this command holds that are valid under its root listing, for later."""
+        root = self._listings.get(self.root_id)
+        if root is None or self.root_id in self._incomplete:
+            return None
+        folders = {
+            fid: (self._listed_at[fid], items)
+            for fid, items in self._listings.items()
+            if fid in self._coherent and fid not in self._incomplete and fid in self._listed_at
+        }
+        return root_signature(root), folders
+
+    def _adopt(self, root: dict[str, dict[str, Any]]) -> None:
+        """After a fresh root listing: take back the kept listings it shows are still current."""
+        if not self._reuse:
+            return
+        if not self._kept_loaded:
+            self._kept_loaded = True
+            if self._kept is None:
+                self._kept = self._snapshot.load()
+        kept, self._kept = self._kept, None
+        for fid, (at, items) in usable(kept, root, settings.listing_trust_s()).items():
+            if fid != self.root_id and fid not in self._listings:
+                self._listings[fid] = items
+                self._listed_at[fid] = at
+                self._coherent.add(fid)
+                self._incomplete.pop(fid, None)
 
     def _list(self, folder_id: str, first: Any = None) -> dict[str, dict[str, Any]]:
         """The folder's items by name (every page), listed once per command; `first` is a first
@@ -386,6 +434,7 @@ class CloudStore:
         cached = self._listings.get(folder_id)
         if cached is not None:
             return cached
+        listed_at = time.time()
         items: dict[str, dict[str, Any]] = {}
         pager = Pager(_list_limit())
         for _ in range(100_000):
@@ -429,6 +478,12 @@ class CloudStore:
         else:
             self._incomplete.pop(folder_id, None)
         self._listings[folder_id] = items
+        self._listed_at[folder_id] = listed_at
+        if folder_id == self.root_id:
+            self._coherent.clear()
+            self._adopt(items)
+        elif self.root_id in self._listings:
+            self._coherent.add(folder_id)  # read after the root: valid under it
         return items
 
     def listing_incomplete(self, path: str) -> str | None:
@@ -908,8 +963,19 @@ class CloudStore:
 
     def current_sha1(self, file_id: str) -> str | None:
         """The sha1 Box reports for the file now (a fresh details call, never a listing)."""
-        details = self.call("get_file_details", {"file_id": file_id, "fields": ["sha1", "etag"]})
-        return item_sha1(as_object(details) or {})
+        return self.current_version(file_id)[0]
+
+    def current_version(self, file_id: str) -> tuple[str | None, str | None]:
+        """(sha1, etag) Box reports for the file now (a fresh details call, never a listing)."""
+        args = {"file_id": file_id, "fields": ["sha1", "etag"]}
+        details = as_object(self.call("get_file_details", args)) or {}
+        etag = details.get("etag")
+        return item_sha1(details), None if etag is None else str(etag)
+
+    def root_listing_age(self) -> float | None:
+        """Seconds since this command listed the workspace root (None: it holds no root listing)."""
+        at = self._listed_at.get(self.root_id)
+        return None if at is None or self.root_id not in self._listings else time.time() - at
 
     def current_text(self, file_id: str) -> str:
         """The file's text as Box serves it now (not verified, not cached)."""
