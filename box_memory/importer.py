@@ -43,7 +43,7 @@ from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFoun
 from box_memory.ids import is_memory_id, validate_title
 from box_memory.model import KINDS, STATUSES, IndexEntry, now_iso, parse_time
 from box_memory.result import Result
-from box_memory.safeio import UnreadableFile, open_regular, read_regular
+from box_memory.safeio import UnreadableFile, guarded, injected_hang, open_regular, read_regular
 from box_memory.workspace import Workspace
 
 FORMATS = ("basic-memory", "claude-code", "mem0", "markdown", "box-memory")
@@ -533,13 +533,21 @@ def _reason(e: BaseException) -> str:
 # --- detection --------------------------------------------------------------------------------
 
 
+def _head(path: Path, n: int) -> bytes:
+    """The first n bytes of a regular file (never a FIFO or device)."""
+    injected_hang(path)  # test hook BOX_MEMORY_HANG_READ
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(n)
+
+
 def detect_format(source: Path) -> tuple[str, str]:
     """(format, why) for a source path."""
     if source.is_file():
         if source.name in _CLAUDE_NAMES:
             return "claude-code", f"{source.name} is a Claude Code memory file"
         if source.suffix.lower() in (".json", ".jsonl", ".ndjson"):
-            head = source.open("rb").read(65536)
+            head = guarded(source, str(source), _head, source, 65536)
             if b'"frontmatter"' in head and b'"box_memory_export"' in head:
                 return "box-memory", "JSON Lines records from `box-memory export`"
             if b'"memory"' in head:
@@ -556,11 +564,9 @@ def detect_format(source: Path) -> tuple[str, str]:
     for path in _walk(source, (".md",)):
         sampled += 1
         try:
-            fd, _ = open_regular(path)
-            with os.fdopen(fd, "rb") as fh:
-                head = fh.read(2048)
+            head = guarded(path, str(path), _head, path, 2048)  # timed in Box Drive (online-only)
         except (OSError, UnreadableFile):
-            continue  # a FIFO or device is never waited on; the read step reports it
+            continue  # a FIFO, a device or a file Box Drive does not deliver; the read step reports it
         if head.startswith(b"---") and re.search(rb"^permalink:", head, re.M):
             with_permalink += 1
         if sampled >= 50:

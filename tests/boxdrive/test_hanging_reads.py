@@ -246,6 +246,21 @@ def test_a_hanging_binary_never_stalls_companion_status_or_recall(ws, snap):
     assert snap(ws) == before
 
 
+def test_import_from_box_drive_skips_a_hanging_note_in_detection_and_reading(home, tmp_path):
+    src = home / "Box" / "notes"
+    src.mkdir()
+    for i in (1, 2, 3):
+        (src / f"n{i}.md").write_text(f"# Note {i}\n\nabout the kestrel launch {i}\n")
+    root = tmp_path / "ws"
+    assert bm("init", "--path", str(root))[0] == 0
+    code, env, took = bm("import", str(src), "-w", str(root), hang="notes/n2.md")  # no --from: detected
+    assert code == 0, env
+    assert took < 30
+    assert env["data"]["format"] == "markdown" and env["data"]["imported"] == 2
+    assert [w for w in env["warnings"] if "n2.md was not read within" in w]
+    assert sorted(p.name for p in (root / "memories").glob("*.md")) == ["note__note-1.md", "note__note-3.md"]
+
+
 def _reader_threads() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "box-memory-read")
 
