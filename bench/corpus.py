@@ -33,9 +33,9 @@ import orjson
 from box_memory import frontmatter
 from box_memory.ids import slugify
 from box_memory.index import FolderIndex, refresh_rollup, save_index
+from box_memory.init import init_workspace
 from box_memory.model import Memory, index_entry
 from box_memory.store.local import LocalStore
-from box_memory.workspace import init_workspace
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 KIND_WEIGHTS = {"decision": 30, "fact": 20, "task": 15, "observation": 15, "reference": 10, "note": 10}

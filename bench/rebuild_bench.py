@@ -49,9 +49,9 @@ def minimal_corpus(n: int, out: Path) -> None:
     import random
 
     from box_memory import frontmatter
+    from box_memory.init import init_workspace
     from box_memory.rebuild import rebuild
     from box_memory.store.local import LocalStore
-    from box_memory.workspace import init_workspace
 
     rng = random.Random(7)
     out.mkdir(parents=True)

@@ -1,7 +1,8 @@
 """The `init` service: create (or complete) a workspace, local or on Box, and make it the default.
 
-The local layout comes from `workspace.init_workspace`; a Box workspace is provisioned by the cloud
-store. Both answer with the same `Result` shape; `cli/memory_cmds.py` only renders it.
+The local layout is made here (`init_workspace`); a Box workspace is provisioned by the cloud
+store, which gets the same layout handed in (`WorkspaceBuilders`). Both answer with the same
+`Result` shape; `cli/memory_cmds.py` only renders it.
 """
 
 from __future__ import annotations
@@ -9,14 +10,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from box_memory.errors import InvalidInput
+from box_memory.ids import validate_team
+from box_memory.index import build_maps, refresh_rollup
+from box_memory.model import WorkspaceConfig, now_iso
 from box_memory.result import Result
+from box_memory.store.base import Store, join
+from box_memory.workspace import CONFIG_NAME, INDEX_NAME, Workspace, load_config
 
 if TYPE_CHECKING:
     from box_memory.store import WorkspaceBuilders
-    from box_memory.workspace import Workspace
+
+README_TEXT = """# {name}
+
+This folder is a box-memory workspace: durable, auditable memory for AI agents, kept as one markdown
+file per memory.
+
+- `memories/` and `teams/<team>/memories/` hold memories (`<kind>__<slug>.md`, YAML frontmatter).
+- `files/` holds binaries; each may have a companion note (`<file>.md`) pinned to its sha256.
+- `_index.json` files are derived indexes; `box-memory index-rebuild` regenerates them from the files.
+- `_archive/` keeps archived memories and removed teams. Nothing is ever deleted.
+
+Memories are append-only: a change is a new memory that supersedes the old one.
+Use `box-memory recall "..."`, `box-memory write ...`, `box-memory status`.
+"""
 
 NO_PARENT_WARNING = (
     "no --parent given: the workspace folder is created in your Box root (All Files), which is "
@@ -52,7 +73,7 @@ def init(req: InitRequest, *, confirm: Callable[[str], bool] | None = None) -> R
 def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Result:
     from box_memory.ids import validate_team, validate_title
     from box_memory.store import open_local
-    from box_memory.workspace import init_workspace, read_user_config_for_update, write_user_config
+    from box_memory.workspace import read_user_config_for_update, write_user_config
 
     validate_title(req.name)
     for t in req.teams:  # every check before the folder is created: bad input changes nothing
@@ -135,16 +156,8 @@ def _init_cloud(req: InitRequest) -> Result:
 
 def _cloud_builders() -> WorkspaceBuilders[Workspace]:
     """The workspace layout the cloud store's provisioning lays out (it imports none of it)."""
-    from box_memory.index import refresh_rollup
     from box_memory.store import WorkspaceBuilders
-    from box_memory.workspace import (
-        README_TEXT,
-        Workspace,
-        ensure_scope_folders,
-        load_config,
-        read_user_config,
-        write_user_config,
-    )
+    from box_memory.workspace import read_user_config, write_user_config
 
     def set_default(spec: str) -> None:
         user = read_user_config()
@@ -159,3 +172,98 @@ def _cloud_builders() -> WorkspaceBuilders[Workspace]:
         refresh_rollup=refresh_rollup,
         set_default=set_default,
     )
+
+
+# --- the local layout (the cloud store lays out the same through WorkspaceBuilders) ---------
+
+
+def empty_index(folder: str, folder_id: str | None, tier: str) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "folder_id": folder_id,
+        "folder_path": folder.rstrip("/") + "/",
+        "updated_at": now_iso(),
+        "tier": tier,
+        "entry_count": 0,
+        "entries": [],
+        **build_maps([]),
+    }
+
+
+def init_workspace(
+    store: Store,
+    name: str,
+    *,
+    teams: list[str],
+    layout: str,
+    reinit: bool = False,
+) -> tuple[Workspace, dict[str, Any]]:
+    """Create what is missing; never reset what exists (idempotent). Returns (workspace, report)."""
+    if layout not in ("sibling", "folder"):
+        raise InvalidInput(f"unknown layout {layout!r} (expected sibling or folder)")
+    for t in teams:
+        validate_team(t)
+    created: list[str] = []
+    existed = store.exists(CONFIG_NAME)
+    if existed:
+        config = load_config(store)
+        if reinit:
+            # --reinit only fills in missing keys and folders; it never drops keys or memories.
+            fresh = WorkspaceConfig.new(name, backend=store.kind, layout=layout, teams=[], root_id=None)
+            for k, v in fresh.data.items():
+                config.data.setdefault(k, v)
+    else:
+        config = WorkspaceConfig.new(
+            name,
+            backend=store.kind,
+            layout=layout,
+            teams=["default"],
+            root_id=None,
+        )
+    ws = Workspace(store, config)
+    config_changed = not existed
+    for t in teams:
+        if t not in config.teams:
+            config.data["teams"] = [*config.teams, t]
+            config_changed = True
+    with store.lock(writer="box-memory", skill="init"):
+        for folder in ("memories", "files", "_archive"):
+            if not store.exists(folder):
+                store.mkdir(folder)
+                created.append(folder + "/")
+        for scope in ws.scopes():
+            created += ensure_scope_folders(ws, scope)
+        if not store.exists("README.md"):
+            store.create_bytes("README.md", README_TEXT.format(name=config.name).encode())
+            created.append("README.md")
+        if config_changed or reinit:
+            ws.save_config()
+            if not existed:
+                created.append(CONFIG_NAME)
+        refresh_rollup(ws)
+    return ws, {"created": created, "existed": existed}
+
+
+def ensure_scope_folders(ws: Workspace, scope: str | None) -> list[str]:
+    """Folders and empty indexes for one scope; only what is missing is created."""
+    store = ws.store
+    created: list[str] = []
+    folders = [ws.memories_folder(scope), ws.files_folder(scope)]
+    if ws.config.companion_layout == "folder":
+        folders.append(ws.companions_folder(scope))
+    for folder in folders:
+        if not store.exists(folder):
+            store.mkdir(folder)
+            created.append(folder + "/")
+        idx = join(folder, INDEX_NAME)
+        if not store.exists(idx):
+            fid = store.folder_id(folder)  # cloud: the folder's real Box id
+            data = empty_index(folder, fid, str(ws.config.data.get("tier") or "unknown"))
+            file_id = store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            if fid is not None and file_id:
+                # The index names its own Box file id (format spec section 5): known only once
+                # uploaded, so the new index gets a second version that carries it.
+                data["index_file_id"] = file_id
+                store.write_bytes(idx, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            created.append(idx)
+    return created

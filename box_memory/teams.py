@@ -15,12 +15,13 @@ from typing import Any
 from box_memory.errors import InvalidInput, NotFound
 from box_memory.ids import validate_team
 from box_memory.index import LIVE, FolderIndex, refresh_rollup
+from box_memory.init import ensure_scope_folders
 from box_memory.model import IndexEntry, now_iso
 from box_memory.names import fold
 from box_memory.result import Result
 from box_memory.status import binaries, read_indexes
 from box_memory.store.base import AlreadyExists, join
-from box_memory.workspace import Workspace, ensure_scope_folders, load_config
+from box_memory.workspace import Workspace, load_config
 
 ARCHIVE = "_archive/teams"
 ISOLATION_NOTE = (
