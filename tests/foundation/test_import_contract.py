@@ -1,0 +1,59 @@
+"""The import contract (pyproject `tool.importlinter`, run by `.ci/run` as `lint-imports`) holds,
+and breaks on each kind of import it forbids: the checks are run on a copy of the package with
+one bad import added, the way a change would add it (inside a function, where cycles hid)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(cwd: Path) -> subprocess.CompletedProcess[str]:
+    argv = [str(LINT), "--no-cache", "--no-logo"]
+    return subprocess.run(argv, check=False, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _copy(tmp_path: Path) -> Path:
+    work = tmp_path / "repo"
+    shutil.copytree(ROOT / "box_memory", work / "box_memory", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scripts", work / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
+    return work
+
+
+def test_the_package_keeps_the_contract() -> None:
+    res = _lint(ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "4 kept, 0 broken" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # index <- rebuild already; rebuild <- index closes a cycle.
+        ("index.py", "from box_memory.rebuild import rebuild", "No import cycle"),
+        ("memories.py", "from box_memory.cli.output import Outcome", "Only the entry points"),
+        ("server.py", "from box_memory.cli.common import opts", "Only the entry points"),
+        ("recall.py", "from box_memory.store.local import LocalStore", "Only the store package"),
+        ("store/cloud/provision.py", "from box_memory.workspace import Workspace", "The store, the Box"),
+    ],
+)
+def test_each_forbidden_import_breaks_it(tmp_path: Path, module: str, line: str, broken: str) -> None:
+    work = _copy(tmp_path)
+    target = work / "box_memory" / module
+    target.write_text(
+        target.read_text(encoding="utf-8") + f"\n\ndef _added() -> None:\n    {line}  # noqa\n",
+        encoding="utf-8",
+    )
+    res = _lint(work)
+    assert res.returncode != 0
+    lines = res.stdout.splitlines()
+    verdict = next(v for v in lines if v.startswith(broken) and ("KEPT" in v or "BROKEN" in v))
+    assert "BROKEN" in verdict, res.stdout
