@@ -9,7 +9,14 @@ from typing import Any
 import orjson
 
 from box_memory import settings
-from box_memory.errors import InvalidFile, InvalidInput, NotFound, Unreadable, WorkspaceNotFound
+from box_memory.errors import (
+    BackendUnavailable,
+    InvalidFile,
+    InvalidInput,
+    NotFound,
+    Unreadable,
+    WorkspaceNotFound,
+)
 from box_memory.ids import validate_team
 from box_memory.model import WorkspaceConfig, now_iso
 from box_memory.paths import user_dirs
@@ -92,6 +99,12 @@ def load_config(store: Store) -> WorkspaceConfig:
     try:
         raw = store.read_bytes(CONFIG_NAME)
     except NotFound:
+        short = store.listing_incomplete("")
+        if short is not None:  # the config may be on the page that failed: not "no workspace"
+            raise BackendUnavailable(
+                f"cannot tell whether {store.describe()} is a workspace: the listing of its folder "
+                f"did not finish ({short}); try again"
+            ) from None
         raise WorkspaceNotFound(f"{NOT_FOUND_MSG} ({store.describe()} has no {CONFIG_NAME})") from None
     return WorkspaceConfig.parse(raw, f"{store.describe()}/{CONFIG_NAME}")
 

@@ -94,6 +94,7 @@ class Switches:
     short_pages: bool = False  # pages one entry shorter than the limit before the end
     page_cap: int = 0  # pages silently capped at this many entries (0: no cap beyond the limit)
     ignore_offset: bool = False  # offset paging always answers the first page (a broken server)
+    fail_later_pages: bool = False  # every listing page after the first fails (a 500, every time)
     content_pending: int = 0  # get_file_content answers "pending" this many times per file (-1: always)
     content_inexact: bool = False  # get_file_content text is not byte-exact
     user: str = "full"  # who_am_i: "full" user object, or "mini" (no enterprise)
@@ -139,6 +140,7 @@ def _coerce(name: str, value: Any) -> Any:
         "repeat_marker",
         "short_pages",
         "ignore_offset",
+        "fail_later_pages",
         "content_inexact",
         "upload_text_only",
     ):
@@ -467,6 +469,7 @@ class Emulator:
             short_pages=sw.short_pages,
             page_cap=sw.page_cap,
             ignore_offset=sw.ignore_offset,
+            fail_later_pages=sw.fail_later_pages,
             content_pending=self._content_pending if sw.content_pending else None,
             content_inexact=sw.content_inexact,
             user=sw.user,

@@ -112,6 +112,7 @@ class ToolContext:
     short_pages: bool = False
     page_cap: int = 0
     ignore_offset: bool = False
+    fail_later_pages: bool = False
     content_pending: Callable[[str], bool] | None = None
     content_inexact: bool = False
     user: str = "full"
@@ -260,6 +261,9 @@ def list_folder_content_by_folder_id(ctx: ToolContext, args: dict[str, Any]) -> 
     limit = _int(args, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     fields = _fields(args)
     items = fs.children(folder)
+    if ctx.fail_later_pages and (args.get("marker") or _int(args, "offset", 0, 0)):
+        # The `fail_later_pages` switch: the listing breaks after its first page, every time.
+        raise BoxApiError(500, "internal_server_error", "Internal Server Error")
 
     def shape(page: list[Item]) -> list[dict[str, Any]]:
         return [fs.select(i, fields, default=ctx.listing) for i in page]

@@ -50,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "short_pages": False,
     "page_cap": 0,
     "ignore_offset": False,
+    "fail_later_pages": False,
     "content_pending": 0,
     "content_inexact": False,
     "user": "full",

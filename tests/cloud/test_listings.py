@@ -121,3 +121,41 @@ def test_recall_warns_when_a_listing_may_be_short(cloud: Backend, emu: Emulator)
     env = cloud.run("recall", "JWT")
     assert [h["title"] for h in env["data"]["hits"]] == ["Auth tokens"]
     assert any("may be incomplete" in w for w in env["warnings"]), env["warnings"]
+
+
+@pytest.mark.parametrize("paging", ["marker", "offset"])
+def test_a_listing_that_fails_after_its_first_page_is_kept_and_marked_incomplete(
+    store: CloudStore, emu: Emulator, paging: str
+) -> None:
+    emu.configure(paging=paging, fail_later_pages=True)
+    names = [n for n in store.list_names("files") if n.startswith("f")]
+    assert names and len(names) < 8  # the first page is kept, the rest could not be read
+    reason = store.listing_incomplete("files")
+    assert reason is not None and "failed" in reason
+    assert any("may be incomplete" in w and "files" in w for w in store.warnings)
+
+
+def test_index_rebuild_keeps_the_entries_a_failed_page_would_have_listed(
+    cloud: Backend, emu: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BOX_MEMORY_LIST_LIMIT", "8")  # the root (8 entries) fits one page
+    for n in range(9):
+        cloud.data("write", f"Fact number {n} about queues.", "--title", f"Queue fact {n}")
+    index = cloud.path("memories/_index.json")
+    before = index.read_bytes()
+    emu.configure(fail_later_pages=True)
+    env = cloud.run("index-rebuild", code=None)
+    folders = {f["folder"]: f for f in env["data"]["folders"]}
+    short = folders["memories/"]
+    assert short["written"] is False and short["listing_complete"] is False
+    assert any("not rebuilt" in n for n in env["data"]["notes"])
+    assert index.read_bytes() == before  # no entry dropped for a file the listing did not reach
+    emu.configure(fail_later_pages=False)
+    assert cloud.data("index-rebuild", "--check")["drift"] is False
+
+
+def test_a_root_listing_cut_short_is_not_taken_for_a_missing_workspace(cloud: Backend, emu: Emulator) -> None:
+    emu.configure(fail_later_pages=True)  # pages of 3: the root's config is past the first page
+    env = cloud.run("recall", "anything", code=4)
+    assert env["errors"][0]["code"] == "backend_unavailable"
+    assert "did not finish" in env["errors"][0]["message"]
