@@ -140,7 +140,7 @@ def _init_cloud(req: InitRequest) -> Result:
     """Folder NAME under Box folder `parent` (default the root, after a warning)."""
     from box_memory.store import init_cloud_workspace
 
-    data = init_cloud_workspace(
+    data, warnings = init_cloud_workspace(
         req.name,
         parent=req.parent or "0",
         teams=req.teams,
@@ -148,7 +148,6 @@ def _init_cloud(req: InitRequest) -> Result:
         reinit=req.reinit,
         builders=_cloud_builders(),
     )
-    warnings = list(data.pop("warnings", []))
     if req.parent is None:
         warnings.insert(0, NO_PARENT_WARNING)
     return Result(data, warnings=warnings)

@@ -73,8 +73,9 @@ def open_cloud(folder_id: str, *, client: Any = None) -> CloudStore:
 
 def init_cloud_workspace(
     name: str, *, parent: str, teams: list[str], layout: str, reinit: bool, builders: WorkspaceBuilders[Any]
-) -> dict[str, Any]:
-    """Create (or reuse) folder NAME under Box folder `parent` as a workspace (idempotent)."""
+) -> tuple[dict[str, Any], list[str]]:
+    """Create (or reuse) folder NAME under Box folder `parent` as a workspace (idempotent): the
+    report and its warnings."""
     from box_memory.store.cloud import init_cloud_workspace as provision
 
     return provision(name, parent=parent, teams=teams, layout=layout, reinit=reinit, builders=builders)

@@ -35,13 +35,13 @@ def init_cloud_workspace(
     layout: str = "sibling",
     reinit: bool = False,
     builders: WorkspaceBuilders[W],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[str]]:
     """Create (or reuse) folder NAME under Box folder `parent` as a workspace; idempotent.
 
     Folders via create_folder (a 409 reuses the existing one), the config with `folder_ids`, empty
     indexes, the rollup and README (the workspace layer's `builders`); tier and capabilities from
     `who_am_i` and the tool catalogue; the `boxMemory` metadata template where the tier allows it.
-    Returns a report dict.
+    Returns the report and the warnings (the init service makes them its Result).
     """
 
     validate_title(name)
@@ -149,8 +149,7 @@ def init_cloud_workspace(
             "folder_ids": config.folder_ids or ids_before,
             "web_url": f"https://app.box.com/folder/{root_id}",
             "default": True,
-            "warnings": warnings,
-        }
+        }, warnings
     finally:
         if store is not None:
             store.close()
