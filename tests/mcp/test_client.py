@@ -374,7 +374,8 @@ def test_allowlist_refuses_before_sending(emu, delays):
 
 
 def test_call_many_is_concurrent_and_ordered(emu, delays):
-    emu.configure(latency_ms=50)
+    # Latency large against the client's own CPU cost, so a busy machine cannot hide the overlap.
+    emu.configure(latency_ms=200)
     ids = [emu.fs.id_for_path(f"f{i}.txt") for i in range(5)] + [
         emu.fs.id_for_path(f"notes/{n}.md") for n in "abc"
     ]
@@ -389,7 +390,7 @@ def test_call_many_is_concurrent_and_ordered(emu, delays):
         concurrent = time.monotonic() - started
         assert box.call_count == 16
     assert [r["id"] for r in results] == ids
-    assert sequential >= 8 * 0.05
+    assert sequential >= 8 * 0.2
     assert concurrent < sequential * 0.7, (concurrent, sequential)
 
 
