@@ -93,15 +93,8 @@ def login_cmd(
                 if name not in wanted:
                     wanted.append(name)
 
-        warned: list[str] = []
         secret = client_secret
-        if secret is not None:
-            # A command-line argument is visible to other users (ps, /proc) and kept in shell history.
-            warned.append(
-                "--client-secret on the command line is visible to other processes and kept in shell "
-                "history; set BOX_CLIENT_SECRET or let auth login prompt for it"
-            )
-        elif not settings.client_secret() and sys.stdin.isatty():
+        if secret is None and not settings.client_secret() and sys.stdin.isatty():
             secret = typer.prompt("Box app client secret", hide_input=True, err=True).strip() or None
 
         def show(url: str) -> None:
@@ -109,7 +102,7 @@ def login_cmd(
             sys.stderr.write(f"Open this URL to sign in to Box:\n{url}\n")
             sys.stderr.flush()
 
-        st = auth.login(
+        status = auth.login(
             client_id,
             secret,
             port=port,
@@ -117,8 +110,9 @@ def login_cmd(
             open_browser=not no_browser,
             timeout=timeout,
             on_url=show,
-        ).to_dict()
-        return Outcome(Result(st, warnings=warned), ["Signed in to Box.", *_status_lines(st)[1:]])
+        )
+        res = auth.login_result(status, secret_on_command_line=client_secret is not None)
+        return Outcome(res, ["Signed in to Box.", *_status_lines(res.data)[1:]])
 
     run("auth login", o, go)
 

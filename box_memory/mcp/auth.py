@@ -239,6 +239,18 @@ class LogoutResult:
         return Result({"removed": self.removed, "revoked": list(self.revoked)}, warnings=list(self.warnings))
 
 
+ARGV_SECRET_WARNING = (
+    "--client-secret on the command line is visible to other processes and kept in shell "  # noqa: S105 - a warning text
+    "history; set BOX_CLIENT_SECRET or let auth login prompt for it"
+)
+
+
+def login_result(status: AuthStatus, *, secret_on_command_line: bool) -> Result:
+    """The `auth login` service result: the new status, and a warning when the client secret came
+    as a command-line argument (other users see it in `ps` and /proc, shells keep it in history)."""
+    return Result(status.to_dict(), warnings=[ARGV_SECRET_WARNING] if secret_on_command_line else [])
+
+
 # --------------------------------------------------------------------------- endpoints
 
 
