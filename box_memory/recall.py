@@ -646,27 +646,6 @@ class Search:
                     break
             hi, left, span = lo - 1, left - span, span * 3 // 2
         return got
-        span = WINDOW
-        while hi is not None:
-            below = self.db.execute(
-                "SELECT rid FROM src WHERE rid <= :hi ORDER BY rid DESC LIMIT 1 OFFSET :m",
-                {"hi": hi, "m": span},
-            ).fetchone()
-            lo = below[0] + 1 if below else -(1 << 63)
-            got += self.db.execute(sql, {**p, "lo": lo, "hi": hi}).fetchall()
-            self.ranges_read += 1
-            got = sorted({r[0]: r for r in got}.values(), key=_rank)[: self.limit]
-            if below is None:
-                break
-            if len(got) >= self.limit:
-                tenths, uts = got[-1][2], got[-1][3]
-                bound = uts_below(lo)
-                if tenths > top_level or (
-                    tenths == top_level and uts is not None and (bound is None or uts >= bound)
-                ):
-                    break
-            hi, span = lo - 1, span * 3 // 2
-        return got
 
     def _body_only(self, tokens: list[str], skip: set[int], k: int) -> list[Hit]:
         """Body-only matches by BM25, scaled to 1..1.9 against the best of them."""
