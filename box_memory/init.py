@@ -164,10 +164,9 @@ def _cloud_builders() -> WorkspaceBuilders[Workspace]:
         write_user_config(user)
 
     return WorkspaceBuilders(
-        readme_text=README_TEXT,
         load_config=load_config,
         open=Workspace,
-        ensure_scope_folders=ensure_scope_folders,
+        lay_out=lay_out,
         refresh_rollup=refresh_rollup,
         set_default=set_default,
     )
@@ -226,21 +225,30 @@ def init_workspace(
             config.data["teams"] = [*config.teams, t]
             config_changed = True
     with store.lock(writer="box-memory", skill="init"):
-        for folder in ("memories", "files", "_archive"):
-            if not store.exists(folder):
-                store.mkdir(folder)
-                created.append(folder + "/")
-        for scope in ws.scopes():
-            created += ensure_scope_folders(ws, scope)
-        if not store.exists("README.md"):
-            store.create_bytes("README.md", README_TEXT.format(name=config.name).encode())
-            created.append("README.md")
+        created += lay_out(ws)
         if config_changed or reinit:
             ws.save_config()
             if not existed:
                 created.append(CONFIG_NAME)
         refresh_rollup(ws)
     return ws, {"created": created, "existed": existed}
+
+
+def lay_out(ws: Workspace) -> list[str]:
+    """The folders, empty indexes and README of a workspace, those that are missing (the caller
+    holds the lock); what was made. The same for a local folder and a new Box workspace."""
+    store = ws.store
+    created: list[str] = []
+    for folder in ("memories", "files", "_archive"):
+        if not store.exists(folder):
+            store.mkdir(folder)
+            created.append(folder + "/")
+    for scope in ws.scopes():
+        created += ensure_scope_folders(ws, scope)  # mkdir -p: teams/<t>/ on the way
+    if not store.exists("README.md"):
+        store.create_bytes("README.md", README_TEXT.format(name=ws.config.name).encode())
+        created.append("README.md")
+    return created
 
 
 def ensure_scope_folders(ws: Workspace, scope: str | None) -> list[str]:

@@ -164,10 +164,9 @@ W = TypeVar("W", bound=_Workspace)
 class WorkspaceBuilders(Generic[W]):
     """What provisioning needs of the workspace layer, handed in by it."""
 
-    readme_text: str  # README.md of a new workspace, formatted with `name`
     load_config: Callable[[Store], WorkspaceConfig]
     open: Callable[[Store, WorkspaceConfig], W]  # the workspace over a store and its config
-    ensure_scope_folders: Callable[[W, str | None], list[str]]  # folders + empty indexes made
+    lay_out: Callable[[W], list[str]]  # folders, empty indexes and README that were missing
     refresh_rollup: Callable[[W], object]
     set_default: Callable[[str], None]  # make this workspace spec the user's default
 

@@ -96,15 +96,7 @@ def init_cloud_workspace(
             changed = True
         ws = builders.open(store, config)
         with store.lock(writer="box-memory", skill="init"):
-            for folder in ("memories", "files", "_archive"):
-                if not store.exists(folder):
-                    store.mkdir(folder)
-                    created.append(folder + "/")
-            for scope in ws.scopes():
-                created += builders.ensure_scope_folders(ws, scope)  # mkdir -p: teams/<t>/ on the way
-            if not store.exists("README.md"):
-                store.create_bytes("README.md", builders.readme_text.format(name=config.name).encode())
-                created.append("README.md")
+            created += builders.lay_out(ws)  # folders, empty indexes, README: as a local workspace
             caps_now = config.data.get("capabilities") or {}
             if (
                 caps_now.get("template_create_permission")
