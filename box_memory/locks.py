@@ -92,6 +92,21 @@ def _put_back(src: Path, dst: Path, mode: int) -> None:
             os.close(fd)
 
 
+def holder_body(writer: str, skill: str) -> dict[str, Any]:
+    """Who holds a workspace lock (format spec section 7), as every writer records it."""
+    import socket
+
+    now = now_iso()
+    return {
+        "writer": writer,
+        "skill": skill,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started_at": now,
+        "renewed_at": now,
+    }
+
+
 def _loads(raw: bytes) -> dict[str, Any] | None:
     """The lock file's JSON object; {} for other JSON, None when it is not JSON at all."""
     try:

@@ -14,7 +14,7 @@ import orjson
 
 from box_memory import locks, settings
 from box_memory.errors import BackendUnavailable, FileBusy, InvalidInput, LockBusy, NotFound, Unreadable
-from box_memory.model import now_iso, parse_time
+from box_memory.model import parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import (
     RETRY_DELAYS_S,
@@ -454,8 +454,6 @@ class FileLock:
     lock file (locks.FileLock, kernel=False) renewed while held, taken over once stale."""
 
     def __init__(self, path: Path, *, writer: str, skill: str) -> None:
-        import socket
-
         self.path = path
         self.stale_after, self.wait, self.renew_every = lock_settings()
         self._lock = locks.FileLock(
@@ -466,14 +464,7 @@ class FileLock:
             renew_every=self.renew_every,
             mode=0o644,
             tmp_prefix=TMP_PREFIX,
-            body={
-                "writer": writer,
-                "skill": skill,
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started_at": now_iso(),
-                "renewed_at": now_iso(),
-            },
+            body=locks.holder_body(writer, skill),
         )
         self.token = self._lock.token
         self.body = self._lock.body

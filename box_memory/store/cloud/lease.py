@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import os
 import secrets
-import socket
 import threading
 import time
 from typing import Any, Protocol
@@ -24,6 +22,7 @@ import orjson
 
 from box_memory import settings
 from box_memory.errors import BoxMemoryError, LockBusy, WriteRefused
+from box_memory.locks import holder_body
 from box_memory.model import now_iso, parse_time
 from box_memory.store.base import AlreadyExists, Entry
 
@@ -85,16 +84,7 @@ class Lease:
         self.store = store
         self.name = store.lock_name()
         self.token = secrets.token_hex(8)
-        self.body: dict[str, Any] = {
-            "writer": writer,
-            "skill": skill,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": now_iso(),
-            "renewed_at": now_iso(),
-            "token": self.token,
-            "backend": "cloud",
-        }
+        self.body: dict[str, Any] = {**holder_body(writer, skill), "token": self.token, "backend": "cloud"}
         self.stale_after, self.wait, self.renew_every = settings.lock_timing()
         if not settings.lock_renew_set():
             # Every renewal is a Box file version (and a details call): renew at half the stale
