@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -500,8 +500,9 @@ class Emulator:
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
-    def _guard_read(self, arguments: dict[str, Any], sw: Switches) -> None:
-        """A folder or file the user may not read (a team boundary): 403 for it and its contents."""
+    def _chains(self, arguments: dict[str, Any]) -> Iterator[list[Item]]:
+        """For each item a call names (file, folder, parent folder), the item and its ancestors;
+        an id that does not resolve is left to the tool to refuse."""
         for key in ("file_id", "folder_id", "parent_folder_id"):
             raw = arguments.get(key)
             if raw in (None, ""):
@@ -510,6 +511,11 @@ class Emulator:
                 chain = self.fs.ancestry(self.fs.get(str(raw).strip()))
             except BoxApiError:
                 continue
+            yield chain
+
+    def _guard_read(self, arguments: dict[str, Any], sw: Switches) -> None:
+        """A folder or file the user may not read (a team boundary): 403 for it and its contents."""
+        for chain in self._chains(arguments):
             if any(item.id in sw.forbidden for item in chain):
                 raise BoxApiError(
                     403, "access_denied_insufficient_permissions", "Access denied - insufficient permission"
@@ -518,14 +524,7 @@ class Emulator:
     def _guard_write(self, arguments: dict[str, Any], sw: Switches) -> None:
         """The published rule: write tools refuse items that have a shared link or an external
         collaborator on the item or any parent folder (the wording of the refusal is assumed)."""
-        for key in ("file_id", "folder_id", "parent_folder_id"):
-            raw = arguments.get(key)
-            if raw in (None, ""):
-                continue
-            try:
-                chain = self.fs.ancestry(self.fs.get(str(raw).strip()))
-            except BoxApiError:
-                continue
+        for chain in self._chains(arguments):
             for item in chain:
                 if item.id in sw.shared_links:
                     what = "a shared link"
