@@ -81,22 +81,12 @@ def oauth(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBoxOAuth]:
         server.stop()
 
 
-def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None:
-    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id, "BOX_CLIENT_SECRET": oauth.client_secret}
+def _login_in_browser(oauth: FakeBoxOAuth, env: dict[str, str], *args: str) -> tuple[str, str]:
+    """Run `auth login --no-browser` in a child, read the authorize URL it prints on stderr, play
+    the browser (the fake server redirects to the CLI's loopback callback); (stdout, stderr)."""
+    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "box_memory",
-            "auth",
-            "login",
-            "--no-browser",
-            "--port",
-            "0",
-            "--timeout",
-            "30",
-            "--json",
-        ],
+        [*argv, "--timeout", "30", *args, "--json"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -110,10 +100,15 @@ def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None
             url = line.strip()
             break
     assert url.startswith(oauth.base_url + "/authorize?"), url
-    # Play the browser: the fake server redirects to the CLI's loopback callback.
     httpx2.get(url, follow_redirects=True, timeout=10)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+    return out, err
+
+
+def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None:
+    env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id, "BOX_CLIENT_SECRET": oauth.client_secret}
+    out, err = _login_in_browser(oauth, env)
     data = json.loads(out)["data"]
     assert (data["logged_in"], data["has_refresh"], data["source"]) == (True, True, "store")
     saved = auth.load_credentials()
@@ -127,24 +122,7 @@ def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None
 
 def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli) -> None:
     env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id, "BOX_CLIENT_SECRET": oauth.client_secret}
-    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
-    proc = subprocess.Popen(
-        [*argv, "--timeout", "30", "--scope", "docgen.readwrite", "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    url = ""
-    for _ in range(5):
-        line = proc.stderr.readline()
-        if line.startswith("http"):
-            url = line.strip()
-            break
-    httpx2.get(url, follow_redirects=True, timeout=10)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    out, _err = _login_in_browser(oauth, env, "--scope", "docgen.readwrite")
     assert oauth.authorize_requests[-1]["scope"] == "root_readwrite ai.readwrite docgen.readwrite"
     assert json.loads(out)["data"]["scopes"] == ["root_readwrite", "ai.readwrite", "docgen.readwrite"]
     status = cli.json("auth", "status")["data"]
@@ -157,19 +135,7 @@ def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli
 def test_client_secret_as_an_argument_works_with_a_warning(oauth: FakeBoxOAuth) -> None:
     env = {**os.environ, "BOX_CLIENT_ID": oauth.client_id}
     env.pop("BOX_CLIENT_SECRET", None)
-    argv = [sys.executable, "-m", "box_memory", "auth", "login", "--no-browser", "--port", "0"]
-    argv += ["--client-secret", oauth.client_secret, "--timeout", "30", "--json"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    url = ""
-    for _ in range(5):
-        line = proc.stderr.readline()
-        if line.startswith("http"):
-            url = line.strip()
-            break
-    httpx2.get(url, follow_redirects=True, timeout=10)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    out, err = _login_in_browser(oauth, env, "--client-secret", oauth.client_secret)
     warnings = json.loads(out)["warnings"]
     assert any("--client-secret on the command line is visible to other processes" in w for w in warnings)
     assert oauth.client_secret not in out + err
