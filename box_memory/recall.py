@@ -37,6 +37,7 @@ from box_memory.recall_cache import (
     WORD_RE,
     RecallCache,
     folded,
+    split_body,
     uts_below,
     with_cache,
 )
@@ -663,12 +664,19 @@ class Search:
     # --- output -------------------------------------------------------------------------
 
     def bodies(self, rids: list[int]) -> dict[int, str]:
-        return dict(
-            self.db.execute(
-                "SELECT rowid, body FROM fts WHERE rowid IN (SELECT value FROM json_each(:rids))",
-                {"rids": _json_ints(rids)},
-            )
-        )
+        """The hits' bodies for their excerpts, read back from their memory files (the cache keeps
+        no copy). A file that is not on this machine - a Box Drive placeholder, a Box file missing
+        from the content cache - is not fetched for an excerpt, nor is one that cannot be read."""
+        store = self.cache.ws.store
+        out: dict[int, str] = {}
+        for rid, path in self.db.execute(
+            "SELECT rid, path FROM entries WHERE rid IN (SELECT value FROM json_each(:rids))",
+            {"rids": _json_ints(rids)},
+        ):
+            raw = store.read_if_local(path)
+            if raw is not None:
+                out[rid] = split_body(raw)[1]
+        return out
 
 
 def _rank(row: tuple[Any, ...]) -> tuple[Any, ...]:

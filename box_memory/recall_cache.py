@@ -34,8 +34,15 @@ from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
+# The full-text index keeps no copy of the bodies (FTS5 `content=''`; excerpts are read from the
+# memory files): the bodies were 43% of a 100k cache. On SQLite before 3.43 a row of such a table
+# can only be deleted by handing back its original text, so a replaced or removed entry's rid goes
+# to `dead` instead and its postings stay in the index; queries never see them (every match is
+# joined to a live entry by rid, and rids are never reused). Once the dead outnumber a quarter of
+# the live entries (and COMPACT_MIN), the next refresh rebuilds the cache from the files.
+COMPACT_MIN = 1000
 # An entry's rid (and FTS rowid) orders it by updated time: the rid's high bits are a time
 # bucket of BUCKET_S seconds at or after the entry's, the low RID_SHIFT bits a sequence number
 # (insertion order within the bucket). Recall reads the newest entries first through rowid ranges
@@ -67,7 +74,8 @@ CREATE INDEX entries_superseded ON entries(superseded_by) WHERE superseded_by IS
 CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT);
 CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
 CREATE INDEX tags_rid ON tags(rid);
-CREATE VIRTUAL TABLE fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE dead(rid INTEGER PRIMARY KEY);
 CREATE TABLE postings(
   word TEXT NOT NULL, rid INTEGER NOT NULL, field INTEGER NOT NULL, uts REAL, hidden INTEGER NOT NULL,
   expires_ts REAL, PRIMARY KEY(word, rid)) WITHOUT ROWID;
@@ -156,6 +164,7 @@ class Refresh:
         self.reread_files = 0
         self.removed = 0
         self.rebuilt = False
+        self.compacted = False  # rebuilt from the files to drop the index's dead rows
         self.memory_only = memory_only
         self.kept_open = False  # a long-lived process reused its open cache
         self.ms = 0.0
@@ -163,6 +172,7 @@ class Refresh:
     def as_dict(self) -> dict[str, Any]:
         return {
             "rebuilt": self.rebuilt,
+            "compacted": self.compacted,
             "memory_only": self.memory_only,
             "kept_open": self.kept_open,
             "folders": self.folders,
@@ -184,6 +194,7 @@ class RecallCache:
         self.warnings: list[str] = []  # the last refresh's stale-index warnings
         self.unreadable: list[str] = []  # memory files refused by the bounded read (warned about)
         self._denied: list[str] = []  # memory files this user may not read (a team boundary)
+        self._dead_changed = False  # rids went to `dead` in this transaction (meta count to update)
 
     # --- opening ------------------------------------------------------------------------
 
@@ -245,11 +256,16 @@ class RecallCache:
         sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
         self.stats.folders = len(folders)
         rows = self._folder_rows()
-        if any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or set(rows) - set(folders):
+        changed = any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or bool(
+            set(rows) - set(folders)
+        )
+        if changed or self._needs_compaction():
             db = self.conn
             db.execute("BEGIN IMMEDIATE")
             self._begin_rids()
             try:
+                if self._needs_compaction():  # checked again under the write lock
+                    self._compact()
                 rows = self._folder_rows()  # another process may have refreshed meanwhile
                 for f in folders:
                     if rows.get(f, (None, None, None))[:2] != sigs[f]:
@@ -278,8 +294,12 @@ class RecallCache:
         return warnings
 
     def _count_entries(self) -> None:
-        """Record how many entries the cache holds (rids are times, not a count), once per change."""
+        """Record how many entries the cache holds (rids are times, not a count) and how many dead
+        rows its index keeps, once per change."""
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('entries', (SELECT count(*) FROM entries))")
+        if self._dead_changed:
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('dead', (SELECT count(*) FROM dead))")
+            self._dead_changed = False
 
     def entry_count(self) -> int:
         row = self.conn.execute("SELECT v FROM meta WHERE k = 'entries'").fetchone()
@@ -301,15 +321,37 @@ class RecallCache:
         self.stats.removed += len(rids)
 
     def _delete_rids(self, rids: list[int]) -> None:
+        if not rids:
+            return
         db = self.conn
         for sql in (
             "DELETE FROM entries WHERE rid = ?",
             "DELETE FROM src WHERE rid = ?",
             "DELETE FROM tags WHERE rid = ?",
-            "DELETE FROM fts WHERE rowid = ?",
             "DELETE FROM postings WHERE rid = ?",
+            "INSERT OR IGNORE INTO dead VALUES (?)",  # its FTS row stays: see COMPACT_MIN
         ):
             db.executemany(sql, ((r,) for r in rids))
+        self._dead_changed = True
+
+    def dead_count(self) -> int:
+        row = self.conn.execute("SELECT v FROM meta WHERE k = 'dead'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _needs_compaction(self) -> bool:
+        dead = self.dead_count()
+        return dead > COMPACT_MIN and dead > self.entry_count() // 4
+
+    def _compact(self) -> None:
+        """Start over: empty every table (the index's dead rows with it), forget every folder's
+        signatures, so the refresh in progress re-reads the workspace into an empty cache."""
+        db = self.conn
+        db.execute("INSERT INTO fts(fts) VALUES ('delete-all')")
+        for table in ("entries", "src", "tags", "postings", "vocab", "dead", "folders"):
+            db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('dead', 0)")
+        self.stats.compacted = True
+        self._begin_rids()
 
     def _reread_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> None:
         """Re-read one folder's index, list it, and re-read only the files that changed."""
@@ -400,7 +442,9 @@ class RecallCache:
         """Start a write transaction's rid bookkeeping: `_taken` holds the last rid given per
         bucket in it (key -1: the highest); a cache empty at the start needs no lookups."""
         self._taken: dict[int, int] = {}
-        self._fresh = self.conn.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None
+        self._fresh = (
+            self.conn.execute("SELECT 1 FROM entries UNION ALL SELECT 1 FROM dead LIMIT 1").fetchone() is None
+        )
 
     def _new_rid(self, uts: float | None) -> int:
         """The next free rid in `uts`'s bucket, or past every rid above it when the bucket is full."""
@@ -409,14 +453,21 @@ class RecallCache:
         base, size = bucket << RID_SHIFT, 1 << RID_SHIFT
         last = taken.get(bucket)
         if last is None and not self._fresh:
+            # A dead rid is never given again: the index still holds its row (COMPACT_MIN).
             last = self.conn.execute(
-                "SELECT max(rid) FROM entries WHERE rid BETWEEN ? AND ?", (base, base + size - 1)
+                "SELECT max(r) FROM (SELECT max(rid) AS r FROM entries WHERE rid BETWEEN :lo AND :hi "
+                "UNION ALL SELECT max(rid) FROM dead WHERE rid BETWEEN :lo AND :hi)",
+                {"lo": base, "hi": base + size - 1},
             ).fetchone()[0]
         rid = base if last is None else last + 1
         if rid >= base + size:
             top = None
             if not self._fresh:
-                top = self.conn.execute("SELECT max(rid) FROM entries WHERE rid >= ?", (base,)).fetchone()[0]
+                top = self.conn.execute(
+                    "SELECT max(r) FROM (SELECT max(rid) AS r FROM entries WHERE rid >= :lo "
+                    "UNION ALL SELECT max(rid) FROM dead WHERE rid >= :lo)",
+                    {"lo": base},
+                ).fetchone()[0]
             rid = max(top or 0, taken.get(-1, 0)) + 1
         taken[rid >> RID_SHIFT] = rid
         taken[-1] = max(taken.get(-1, 0), rid)

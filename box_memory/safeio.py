@@ -278,6 +278,17 @@ def _not_local(st: os.stat_result) -> bool:
     return bool(flags & _SF_DATALESS or attrs & _WIN_NOT_LOCAL)
 
 
+def not_downloaded(path: str | Path) -> bool:
+    """Whether `path` is a Box Drive placeholder whose content is not on this machine (a read
+    would download it). False where the file system has no such flags (Linux) or on any error."""
+    if not _NOT_LOCAL_FLAGS:
+        return False
+    try:
+        return _not_local(os.stat(path))  # noqa: PTH116 - str or Path alike
+    except OSError:
+        return False
+
+
 def read_timeout() -> float:
     """`BOX_MEMORY_READ_TIMEOUT_S` (settings.read_timeout_s: default 30; 0 turns the timeout off)."""
     return settings.read_timeout_s()

@@ -13,7 +13,15 @@ from typing import Any
 import orjson
 
 from box_memory import locks, settings
-from box_memory.errors import BackendUnavailable, FileBusy, InvalidInput, LockBusy, NotFound, Unreadable
+from box_memory.errors import (
+    BackendUnavailable,
+    BoxMemoryError,
+    FileBusy,
+    InvalidInput,
+    LockBusy,
+    NotFound,
+    Unreadable,
+)
 from box_memory.model import parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import (
@@ -24,6 +32,7 @@ from box_memory.safeio import (
     injected_failure,
     injected_hang,
     kind_for,
+    not_downloaded,
     open_regular,
     read_regular,
 )
@@ -173,6 +182,16 @@ class LocalStore:
             if not os.access(self._p(path), os.R_OK):
                 raise Unreadable(f"{path} is not readable (permission denied)") from None
             raise
+
+    def read_if_local(self, path: str) -> bytes | None:
+        """A Box Drive placeholder (content not downloaded) is not read: None, like any failure."""
+        try:
+            where = self._p(path)
+            if not_downloaded(where):
+                return None
+            return read_regular(where, kind_for(path), path)
+        except (BoxMemoryError, OSError):
+            return None
 
     def read_chunks(self, path: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes | memoryview]:
         """The file's bytes chunk by chunk (companions hash large binaries). Symlinks are

@@ -127,3 +127,29 @@ def test_next_version_is_one_etag_up() -> None:
     assert not _next_version("4", "6")  # another version in between
     assert not _next_version(None, "1")
     assert not _next_version("abc", "abd")  # not a counter: assume a writer in between
+
+
+def test_a_warm_recalls_excerpts_come_from_the_content_cache_never_a_download(
+    make: Any, emu: Emulator, reuse: Any
+) -> None:
+    """The recall cache keeps no bodies: excerpts are read back from the files, on Box from the
+    content cache only. Without it a recall still answers (no excerpt) and downloads nothing."""
+    from box_memory.paths import user_dirs
+
+    cloud: Backend = make("cloud")
+    _seed(cloud)
+    cloud.data("recall", "JWT")  # builds the recall cache; the bodies land in the content cache
+    emu.reset_calls()
+    (hit,) = cloud.data("recall", "JWT")["hits"]
+    assert "We chose JWT for auth." in hit["excerpt"]
+    assert _calls(emu) == ["list_folder_content_by_folder_id"]
+    memory_texts = [
+        p for p in (user_dirs().cache / "box").rglob("*") if p.is_file() and p.read_bytes()[:3] == b"---"
+    ]
+    assert memory_texts
+    for p in memory_texts:  # the memory files' bodies leave the content cache (indexes stay)
+        p.unlink()
+    emu.reset_calls()
+    (hit,) = cloud.data("recall", "JWT")["hits"]
+    assert hit["title"] == "Auth tokens" and "JWT" not in hit["excerpt"]
+    assert _calls(emu) == ["list_folder_content_by_folder_id"]  # no get_file_content, no download

@@ -707,6 +707,15 @@ class CloudStore:
         check_size(path, kind_for(path), size if isinstance(size, int) else None)  # before downloading
         return self._content(path, item)
 
+    def read_if_local(self, path: str) -> bytes | None:
+        """From the content cache only (by the listed sha1): never a download."""
+        try:
+            item = self._file_item(path)
+        except (BoxMemoryError, OSError):
+            return None
+        sha = item_sha1(item)
+        return self.cache.get(str(item["id"]), sha) if sha else None
+
     def _content(self, path: str, item: dict[str, Any]) -> bytes:
         """The file's bytes, accepted (and cached) only when they hash to the sha1 Box lists.
 
