@@ -1,0 +1,95 @@
+"""The recall cache's cold build (first recall with no cache) and the cache's size, per build.
+
+Usage: python bench/cache_build_bench.py [--sizes 10000,100000] [--runs 3] [--out DIR]
+                                         [--python PY] [--baseline-python PY]
+
+Per size, the corpus of `bench/recall_bench.py` (DIR/ws-N) is reused or generated. Each run, for
+each build in turn: an empty BOX_MEMORY_HOME, then one timed `PY -m box_memory recall "warm up"
+-w WS --json` (interpreter start, imports, reading every folder index and memory file, filling
+the cache, the query), run from the corpus folder so each interpreter imports its own installed
+box_memory. Reported: wall and CPU (user + system of the child) p50 over the runs, memories per
+second of wall, and the cache file's size against the bytes of the memory files it was built
+from, with the largest tables and indexes (SQLite's `dbstat`) of the last build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.after_write_bench import _run  # noqa: E402
+from bench.serve_bench import _env, add_build_args, builds, corpus  # noqa: E402
+
+
+def memory_bytes(ws: Path) -> int:
+    """Bytes of the memory files (`mem_`-indexed markdown under memories/ and teams/)."""
+    return sum(
+        p.stat().st_size
+        for top in ("memories", "teams")
+        for p in (ws / top).rglob("*.md")
+        if p.is_file() and not p.name.startswith("_")
+    )
+
+
+def breakdown(db_path: Path, top: int = 6) -> str:
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    except sqlite3.Error as e:  # a SQLite built without dbstat
+        return f"(no dbstat: {e})"
+    finally:
+        db.close()
+    return ", ".join(f"{name} {size / 1e6:.1f}" for name, size in rows[:top])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=3)
+    add_build_args(ap)
+    args = ap.parse_args()
+    pythons = builds(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    rows = [
+        "| memories | build | cold build wall p50 s | cpu p50 s | memories/s (wall) | cache MB "
+        "| memory files MB | cache / files | largest parts, MB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for n in (int(s) for s in args.sizes.split(",")):
+        ws, _ = corpus(n, args.out)
+        files = memory_bytes(ws)
+        got: dict[str, list[tuple[float, float]]] = {name: [] for name in pythons}
+        size: dict[str, tuple[int, str]] = {}
+        for _ in range(args.runs):
+            for name, py in pythons.items():
+                home = args.out / f"home-build-{n}" / name
+                shutil.rmtree(home, ignore_errors=True)
+                got[name].append(_run([py, "-m", "box_memory", "recall", "warm up", "-w", str(ws), "--json"],
+                                      _env(home), ws))  # fmt: skip
+                caches = list((home / "cache" / "recall").glob("*.sqlite3"))
+                if len(caches) != 1:
+                    raise SystemExit(f"{name}: expected one recall cache under {home}, found {caches}")
+                size[name] = (caches[0].stat().st_size, breakdown(caches[0]))
+        for name in pythons:
+            wall = statistics.median(w for w, _ in got[name]) / 1000
+            cpu = statistics.median(c for _, c in got[name]) / 1000
+            cache, parts = size[name]
+            rows.append(
+                f"| {n:,} | {name} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {cache / 1e6:.1f} "
+                f"| {files / 1e6:.1f} | {cache / files:.2f}x | {parts} |"
+            )
+    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

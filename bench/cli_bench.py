@@ -1,0 +1,85 @@
+"""CLI recall over the bare CLI start, per query shape, for one or two builds side by side.
+
+Usage: python bench/cli_bench.py [--sizes 10000,100000] [--runs 15] [--out DIR]
+                                 [--python PY] [--baseline-python PY]
+
+Every timed command is a fresh `PY -m box_memory ...` process (interpreter start, imports, the
+command), run from the corpus folder so each interpreter imports its own installed box_memory. Per
+size, the corpus of `bench/recall_bench.py` (DIR/ws-N) is reused or generated; each build has its
+own BOX_MEMORY_HOME (so its own recall cache, built by an untimed first recall). Round by round,
+every build runs `--version` and each query shape of recall_bench.py, interleaved, so both builds
+see the same machine. Reported per build and shape: wall p50 (p90) and the child's CPU p50 (user +
+system from `os.wait4`), and the goal's figure, p50 minus the same build's `--version` p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.after_write_bench import _run  # noqa: E402
+from bench.recall_bench import _queries  # noqa: E402
+from bench.serve_bench import _env, _pct, add_build_args, builds, corpus  # noqa: E402
+
+
+def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[str]:
+    ws, manifest = corpus(n, out)
+    envs = {name: _env(out / f"home-cli-{n}" / name) for name in pythons}
+    shapes = [("--version", None)] + [(shape, query) for shape, query, _ in _queries(manifest)]
+
+    def cmd(py: str, query: str | None) -> list[str]:
+        if query is None:
+            return [py, "-m", "box_memory", "--version"]
+        return [py, "-m", "box_memory", "recall", query, "-w", str(ws), "--json"]
+
+    for name, py in pythons.items():  # untimed: builds the cache, warms the OS file cache
+        for _, query in shapes:
+            _run(cmd(py, query), envs[name], ws)
+    got: dict[str, dict[str, list[tuple[float, float]]]] = {p: {s: [] for s, _ in shapes} for p in pythons}
+    for _ in range(runs):
+        for shape, query in shapes:
+            for name, py in pythons.items():
+                got[name][shape].append(_run(cmd(py, query), envs[name], ws))
+    rows = []
+    for name in pythons:
+        base_wall = statistics.median(w for w, _ in got[name]["--version"])
+        base_cpu = statistics.median(c for _, c in got[name]["--version"])
+        for shape, _ in shapes:
+            walls = [w for w, _ in got[name][shape]]
+            cpu = statistics.median(c for _, c in got[name][shape])
+            wall = statistics.median(walls)
+            rows.append(
+                f"| {n:,} | {name} | {shape} | {wall:.0f} ({_pct(walls, 0.9):.0f}) | {cpu:.0f} "
+                f"| {wall - base_wall:+.0f} | {cpu - base_cpu:+.0f} |"
+            )
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=15)
+    add_build_args(ap)
+    args = ap.parse_args()
+    pythons = builds(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    rows = [
+        "| memories | build | command | wall p50 (p90) ms | cpu p50 ms | wall vs --version "
+        "| cpu vs --version |",
+        "|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for n in (int(s) for s in args.sizes.split(",")):
+        rows += bench_size(n, args.out, pythons, args.runs)
+    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
