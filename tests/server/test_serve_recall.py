@@ -202,3 +202,20 @@ def test_the_tool_catalogue_is_built_once() -> None:
         assert all(a is b for a, b in zip(first.tools, again.tools, strict=True))
 
     anyio.run(main)
+
+
+def test_the_sdk_gets_each_tools_input_schema_without_listing_the_catalogue() -> None:
+    """Streamable HTTP checks `Mcp-Param-*` headers against the called tool's input schema before
+    every call: the server hands it over directly (else the SDK runs and serializes `tools/list`)."""
+    from box_memory.server import TOOLS, MemoryServer
+
+    server = MemoryServer()
+    low = server.build()
+
+    async def main() -> None:
+        listed = {t.name: t.input_schema for t in (await server._on_list_tools(None, None)).tools}
+        for spec in TOOLS:
+            assert low.get_tool_input_schema(spec.name) == listed[spec.name]
+        assert low.get_tool_input_schema("no_such_tool") is None
+
+    anyio.run(main)
