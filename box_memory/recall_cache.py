@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -192,8 +192,12 @@ class RecallCache:
         self.db: sqlite3.Connection | None = None
         self.stats = Refresh(memory_only=path == ":memory:")
         self.warnings: list[str] = []  # the last refresh's stale-index warnings
-        self.unreadable: list[str] = []  # memory files refused by the bounded read (warned about)
-        self._denied: list[str] = []  # memory files this user may not read (a team boundary)
+        # (folder, message) of the memory files a refresh could not use: refused by the bounded
+        # read (warned about), not read this time (read again next time), not readable by this
+        # user (a team boundary; the message is the path)
+        self.unreadable: list[tuple[str, str]] = []
+        self._unread: list[tuple[str, str]] = []
+        self._denied: list[tuple[str, str]] = []
         self._dead_changed = False  # rids went to `dead` in this transaction (meta count to update)
 
     # --- opening ------------------------------------------------------------------------
@@ -267,9 +271,15 @@ class RecallCache:
                 if self._needs_compaction():  # checked again under the write lock
                     self._compact()
                 rows = self._folder_rows()  # another process may have refreshed meanwhile
-                for f in folders:
-                    if rows.get(f, (None, None, None))[:2] != sigs[f]:
-                        self._reread_folder(f, sigs[f])
+                plans = [
+                    plan
+                    for f in folders
+                    if rows.get(f, (None, None, None))[:2] != sigs[f]
+                    and (plan := self._plan_folder(f, sigs[f])) is not None
+                ]
+                self._insert_planned(plans)
+                for plan in plans:
+                    self._finish_folder(plan)
                 for f in set(rows) - set(folders):
                     self._drop_folder(f)
                 self._count_entries()
@@ -353,8 +363,9 @@ class RecallCache:
         self.stats.compacted = True
         self._begin_rids()
 
-    def _reread_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> None:
-        """Re-read one folder's index, list it, and re-read only the files that changed."""
+    def _plan_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> _Plan | None:
+        """Re-read one folder's index and listing: drop the entries gone or changed and return the
+        ones to (re-)read, or None when the folder is done (one this user may not read)."""
         from box_memory.index import FolderIndex, drift, is_memory_file, load_index
 
         ws, db = self.ws, self.conn
@@ -370,7 +381,7 @@ class RecallCache:
                 "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
                 (folder, sigs[0], sigs[1], orjson.dumps([{"unreadable": folder + "/"}]).decode()),
             )
-            return
+            return None
         except BoxMemoryError as e:
             warnings.append(f"{e} (recall skipped this folder)")
             idx = FolderIndex(folder, {"entries": []}, existed=False)
@@ -408,32 +419,43 @@ class RecallCache:
             if prev is not None:
                 replaced.append(prev[0])
             todo.append((ent, mid, path, sig, file_sig))
-        # Oldest first (by the stamp's text: cheap, and the order only affects speed): rids are
-        # times, so the inserts become appends.
-        todo.sort(key=lambda t: str(t[0].get("updated_at") or ""))
         if todo:  # cloud: fetch just the changed files, concurrently
             ws.store.prefetch(t[2] for t in todo)
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
-        team = ws.folder_team(folder)
-        self.unreadable = []
-        self._unread: list[str] = []
-        self._denied = []
-        with task(f"Recall cache: {folder}/", total=len(todo), unit="memories") as bar:
-            for start in range(0, len(todo), BATCH):
-                self._insert(folder, team, todo[start : start + BATCH])
-                bar.advance(len(todo[start : start + BATCH]))
-        warnings += [f"{msg} (recall uses its index entry only)" for msg in self.unreadable]
-        self.stats.reread_files += len(todo)
-        if self._unread:  # not cached: the folder is read again next time
-            warnings += self._unread
+        return _Plan(folder, ws.folder_team(folder), sigs, warnings, todo)
+
+    def _insert_planned(self, plans: list[_Plan]) -> None:
+        """Read and add every planned entry, oldest first across all folders: rids are times, so a
+        cold build's inserts are appends (folder by folder, each folder's rids would interleave
+        with the last one's, and FTS5 flushes its pending terms at every step back)."""
+        self.unreadable, self._unread, self._denied = [], [], []
+        items = [(plan.folder, plan.team, t) for plan in plans for t in plan.todo]
+        items.sort(key=lambda i: str(i[2][0].get("updated_at") or ""))  # the stamp's text: cheap
+        self.stats.reread_files += len(items)
+        if not items:
+            return
+        with task("Recall cache: reading memory files", total=len(items), unit="memories") as bar:
+            for start in range(0, len(items), BATCH):
+                self._insert(items[start : start + BATCH])
+                bar.advance(len(items[start : start + BATCH]))
+
+    def _finish_folder(self, plan: _Plan) -> None:
+        """Record a re-read folder's signatures and warnings (none kept when a file could not be
+        read: the folder is read again next time)."""
+        folder, sigs, warnings = plan.folder, plan.sigs, plan.warnings
+        warnings += [f"{msg} (recall uses its index entry only)" for f, msg in self.unreadable if f == folder]
+        unread = [msg for f, msg in self._unread if f == folder]
+        denied = [path for f, path in self._denied if f == folder]
+        if unread:
+            warnings += unread
             sigs = (None, None)
-        if self._denied:
+        if denied:
             # Files this user may not read are left out, and the folder is read again next time
             # (a chmod changes no signature recorded here): they show up once they can be read.
-            warnings += [{"unreadable": p} for p in self._denied]
+            warnings += [{"unreadable": p} for p in denied]
             sigs = (None, None)
-        db.execute(
+        self.conn.execute(
             "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
             (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
         )
@@ -473,21 +495,20 @@ class RecallCache:
         taken[-1] = max(taken.get(-1, 0), rid)
         return rid
 
-    def _insert(
-        self, folder: str, team: str, todo: list[tuple[dict[str, Any], str, str, bytes, str | None]]
-    ) -> None:
-        """Read the memory files of `todo` and add them to every table, a batch at a time."""
+    def _insert(self, items: list[tuple[str, str, _Todo]]) -> None:
+        """Read the memory files of `items` ((folder, team, entry) each) and add them to every
+        table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
-        for e, mid, path, sig, file_sig in todo:
+        for folder, team, (e, mid, path, sig, file_sig) in items:
             unread = len(self._unread)
             try:
-                front, body = self._read_body(path)
+                front, body = self._read_body(path, folder)
             except ContentUnverified as err:
-                self._unread.append(f"{err} (recall skipped this memory)")
+                self._unread.append((folder, f"{err} (recall skipped this memory)"))
                 continue
             except Unreadable:
-                self._denied.append(path)
+                self._denied.append((folder, path))
                 continue
             read = len(self._unread) == unread
             expires = e.get("expires_at")
@@ -592,7 +613,7 @@ class RecallCache:
                     if path.startswith(folder + "/"):
                         st = ws.store.stat(path)
                         file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
-                    self._insert(folder, team, [(ent, mid, path, _entry_sig(ent), file_sig)])
+                    self._insert([(folder, team, (ent, mid, path, _entry_sig(ent), file_sig))])
                     if self.unreadable or self._unread or self._denied:  # a refresh warns: leave it to one
                         raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
@@ -606,18 +627,31 @@ class RecallCache:
             raise
         return done
 
-    def _read_body(self, path: str) -> tuple[str, str]:
+    def _read_body(self, path: str, folder: str) -> tuple[str, str]:
         try:
             raw = self.ws.store.read_bytes(path)
         except NotFound:
             return "", ""
         except ReadFailed as e:  # held open or not downloaded yet: the folder is read again next time
-            self._unread.append(f"{e} (recall uses its index entry only)")
+            self._unread.append((folder, f"{e} (recall uses its index entry only)"))
             return "", ""
         except InvalidFile as e:  # a FIFO, device or oversized file in place of a memory
-            self.unreadable.append(str(e))
+            self.unreadable.append((folder, str(e)))
             return "", ""
         return split_body(raw)
+
+
+_Todo = tuple[dict[str, Any], str, str, bytes, str | None]  # entry, id, path, entry sig, file sig
+
+
+class _Plan(NamedTuple):
+    """A folder to re-read: what `_plan_folder` found, for `_insert_planned` and `_finish_folder`."""
+
+    folder: str
+    team: str
+    sigs: tuple[str | None, str | None]
+    warnings: list[Any]
+    todo: list[_Todo]
 
 
 def _entry_sig(ent: dict[str, Any]) -> bytes:

@@ -56,7 +56,7 @@ def filled(tmp_path: Path, cli: Cli) -> Path:
 def test_bars_on_a_terminal(filled: Path) -> None:
     w = ["-w", str(filled)]
     code, err = _run(["recall", "progress", *w], tty=True)
-    assert code == 0 and "Recall cache: memories/" in err, err
+    assert code == 0 and "Recall cache: reading memory files" in err, err
     code, err = _run(["index-rebuild", *w], tty=True)
     assert code == 0 and "Reading memories/" in err, err
     code, err = _run(["companion", "files/big.bin", "--body", "A binary.", *w], tty=True)
