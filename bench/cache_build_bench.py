@@ -14,7 +14,6 @@ from, with the largest tables and indexes (SQLite's `dbstat`) of the last build.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sqlite3
@@ -26,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.after_write_bench import _run  # noqa: E402
-from bench.serve_bench import _env, add_build_args, builds, corpus  # noqa: E402
+from bench.serve_bench import _env, corpus, sized_build_args  # noqa: E402
 
 
 def memory_bytes(ws: Path) -> int:
@@ -51,14 +50,7 @@ def breakdown(db_path: Path, top: int = 6) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--runs", type=int, default=3)
-    add_build_args(ap)
-    args = ap.parse_args()
-    pythons = builds(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    args, pythons = sized_build_args(__doc__, runs=3)
     rows = [
         "| memories | build | cold build wall p50 s | cpu p50 s | memories/s (wall) | cache MB "
         "| memory files MB | cache / files | largest parts, MB |",

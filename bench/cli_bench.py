@@ -14,7 +14,6 @@ system from `os.wait4`), and the goal's figure, p50 minus the same build's `--ve
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -25,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.after_write_bench import _run  # noqa: E402
 from bench.recall_bench import _queries  # noqa: E402
-from bench.serve_bench import _env, _pct, add_build_args, builds, corpus  # noqa: E402
+from bench.serve_bench import _env, _pct, corpus, sized_build_args  # noqa: E402
 
 
 def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[str]:
@@ -62,14 +61,7 @@ def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[st
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--runs", type=int, default=15)
-    add_build_args(ap)
-    args = ap.parse_args()
-    pythons = builds(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    args, pythons = sized_build_args(__doc__, runs=15)
     rows = [
         "| memories | build | command | wall p50 (p90) ms | cpu p50 ms | wall vs --version "
         "| cpu vs --version |",

@@ -169,6 +169,20 @@ def add_build_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--baseline-python", default=None, help="a second interpreter, e.g. an older build")
 
 
+def sized_build_args(doc: str, runs: int) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The command line of a bench that compares builds over corpus sizes (--sizes, --runs and
+    `add_build_args`): the parsed arguments and `builds(...)`, with the output folder made and the
+    machine's load printed."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--runs", type=int, default=runs)
+    add_build_args(ap)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
+    return args, builds(args)
+
+
 def builds(args: argparse.Namespace) -> dict[str, str]:
     """{"baseline": py, "new": py} (baseline first, so runs alternate starting with it), or {"new": py}."""
     if args.baseline_python:
