@@ -182,16 +182,24 @@ def open_regular(path: str | Path, label: str | None = None, *, follow: bool = T
     return fd, st.st_size
 
 
-def read_regular(path: str | Path, kind: str, label: str | None = None, *, follow: bool = True) -> bytes:
+def read_regular(
+    path: str | Path,
+    kind: str,
+    label: str | None = None,
+    *,
+    follow: bool = True,
+    wait: float | None = None,
+) -> bytes:
     """The whole content of a regular file of at most LIMITS[kind] bytes, or UnreadableFile.
 
     A read refused as busy (BUSY_ERRNOS) is retried with bounded back-off, then raises ReadFailed.
     A read of a file Box Drive may have to download first (see `_watched`) runs in a worker
-    thread and is given up after `read_timeout()` seconds with ReadTimedOut.
+    thread and is given up after `read_timeout()` seconds with ReadTimedOut. `wait`: a read that
+    is only nice to have (an excerpt) - tried once, and given up after at most `wait` seconds.
     """
     where = label or str(path)
     watch = _watched(path)
-    for delay in (*RETRY_DELAYS_S, None):
+    for delay in (*RETRY_DELAYS_S, None) if wait is None else (None,):
         try:
             injected_failure("read", path)
             if not watch:
@@ -199,7 +207,7 @@ def read_regular(path: str | Path, kind: str, label: str | None = None, *, follo
                     return _read_once(path, kind, where, follow, inline=True)
                 except _NotLocal:
                     watch = True  # a placeholder outside the known Box Drive folders
-            return _timed(_read_once, (path, kind, where, follow), where)
+            return _timed(_read_once, (path, kind, where, follow), where, wait)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise
         except OSError as e:
@@ -403,11 +411,13 @@ def guarded(path: str | Path, where: str, fn: Callable[..., Any], *args: Any) ->
     return _timed(fn, args, where)
 
 
-def _timed(fn: Callable[..., Any], args: tuple[Any, ...], where: str) -> Any:
+def _timed(fn: Callable[..., Any], args: tuple[Any, ...], where: str, wait: float | None = None) -> Any:
     global _readers
     timeout = read_timeout()
     if timeout <= 0:
         return fn(*args)
+    if wait is not None:
+        timeout = min(timeout, wait)
     if _readers is None or _readers.pid != os.getpid():
         _readers = _Readers()
     return _readers.run(fn, args, where, timeout)

@@ -43,6 +43,7 @@ from box_memory.store.base import AlreadyExists, Entry, clean_path
 
 LOCK_NAME = "_box-memory.lock"
 TMP_PREFIX = ".bm-tmp-"
+EXCERPT_WAIT_S = 0.5  # a file on this machine is read in well under that (safeio.STUCK_WAITS)
 # link() errors that mean "no hard links on this file system", not "cannot create".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
 
@@ -184,12 +185,14 @@ class LocalStore:
             raise
 
     def read_if_local(self, path: str) -> bytes | None:
-        """A Box Drive placeholder (content not downloaded) is not read: None, like any failure."""
+        """A Box Drive placeholder (content not downloaded) is not read, and a read that does not
+        finish within EXCERPT_WAIT_S (the older Box Drive shows no placeholder flags) is given
+        up: None, like any failure."""
         try:
             where = self._p(path)
             if not_downloaded(where):
                 return None
-            return read_regular(where, kind_for(path), path)
+            return read_regular(where, kind_for(path), path, wait=EXCERPT_WAIT_S)
         except (BoxMemoryError, OSError):
             return None
 

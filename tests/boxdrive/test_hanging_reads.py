@@ -317,3 +317,18 @@ def test_placeholder_flags(st, remote):
 def test_the_timeout_setting(monkeypatch, value, expected):
     monkeypatch.setenv("BOX_MEMORY_READ_TIMEOUT_S", value)
     assert settings.read_timeout_s() == expected
+
+
+def test_an_excerpt_never_waits_for_a_file_box_drive_has_to_download(ws, snap):
+    """The recall cache keeps no bodies: excerpts are read back from the files. A hit whose file
+    hangs (evicted to the cloud after the cache was built) comes at once, without an excerpt."""
+    code, env, _ = bm("recall", "kestrel", "-w", str(ws))  # builds the cache: every file read
+    assert code == 0 and hits(env) == ["Alpha", "Beta", "Gamma"]
+    before = snap(ws)
+    code, env, took = bm("recall", "kestrel", "-w", str(ws), hang="memories/note__beta.md:60", timeout=30)
+    assert code == 0, env
+    assert took < 15  # the read would hang for 60 s and the read timeout is 30 s
+    excerpts = {h["title"]: h["excerpt"] for h in env["data"]["hits"]}
+    assert set(excerpts) == {"Alpha", "Beta", "Gamma"}  # found through the cache all the same
+    assert excerpts["Beta"] == "" and "kestrel" in excerpts["Alpha"] and "kestrel" in excerpts["Gamma"]
+    assert snap(ws) == before
