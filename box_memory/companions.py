@@ -38,7 +38,7 @@ from typing import Annotated, Any
 from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFound, Unreadable
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
-from box_memory.model import IndexEntry, now_iso
+from box_memory.model import LOCK_NAME, TMP_PREFIX, IndexEntry, now_iso
 from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
 from box_memory.params import Param
 from box_memory.result import Result
@@ -51,7 +51,7 @@ HEAD_BYTES = 64
 TYPE_TAGS = ("pdf", "image", "cad", "office", "audio", "video", "archive", "other")
 STATES = ("current", "stale", "orphaned", "missing")
 ARCHIVE_FOLDER = "_archive/companions"
-_BOOKKEEPING = {CONFIG_NAME, INDEX_NAME, "_box-memory.lock"}
+_BOOKKEEPING = {CONFIG_NAME, INDEX_NAME, LOCK_NAME}
 _THREADED_MIN = 64 * 1024  # below this a second thread costs more than it saves
 
 
@@ -316,7 +316,7 @@ def _check_binary_name(path: str) -> None:
         raise InvalidInput(f"{path} is a markdown memory: companions describe binaries, never .md files")
     if path.split("/", 1)[0] == "_archive":
         raise InvalidInput(f"{path} is in _archive/: archived files get no companion")
-    if name in _BOOKKEEPING or name.startswith((".bm-tmp-", "_box-memory.lock")):
+    if name in _BOOKKEEPING or name.startswith((TMP_PREFIX, LOCK_NAME)):
         raise InvalidInput(f"{path} is workspace bookkeeping, not a binary")
     check_name(name, "binary")  # a file Box Drive skips never reaches Box: nothing to describe
 

@@ -16,6 +16,13 @@ from typing import Any
 
 from box_memory.errors import InvalidFile, InvalidInput
 
+# The workspace's bookkeeping files, by name (workspace-format.md), and the prefix of the hidden
+# temp files a writer renames into place. Stores, services and the bounded reader all use these.
+CONFIG_NAME = "_box-memory.json"
+INDEX_NAME = "_index.json"
+LOCK_NAME = "_box-memory.lock"
+TMP_PREFIX = ".bm-tmp-"
+
 # A team name as a single folder name: no separators, no control characters, not empty.
 _SAFE_TEAM_RE = re.compile(r"^[^/\\\x00-\x1f\x7f]{1,255}$")
 

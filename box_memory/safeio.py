@@ -20,6 +20,7 @@ from typing import Any
 
 from box_memory import settings
 from box_memory.errors import InvalidFile
+from box_memory.model import CONFIG_NAME, LOCK_NAME
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -102,9 +103,9 @@ def injected_hang(path: str | Path) -> None:
 def kind_for(name: str) -> str:
     """The kind of a workspace file from its name (the last path component)."""
     base = name.rsplit("/", 1)[-1]
-    if base == "_box-memory.json":
+    if base == CONFIG_NAME:
         return "config"
-    if base == "_box-memory.lock":
+    if base == LOCK_NAME:
         return "lock"
     if base.startswith("_index") and base.endswith(".json"):
         return "index"

@@ -18,13 +18,11 @@ from box_memory.errors import (
     WorkspaceNotFound,
 )
 from box_memory.ids import validate_team
-from box_memory.model import WorkspaceConfig, now_iso
+from box_memory.model import CONFIG_NAME, INDEX_NAME, WorkspaceConfig, now_iso
 from box_memory.paths import user_dirs
 from box_memory.safeio import read_regular
 from box_memory.store.base import Store, join
 
-CONFIG_NAME = "_box-memory.json"
-INDEX_NAME = "_index.json"
 NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
 
 

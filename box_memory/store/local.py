@@ -22,7 +22,7 @@ from box_memory.errors import (
     NotFound,
     Unreadable,
 )
-from box_memory.model import parse_time
+from box_memory.model import LOCK_NAME, TMP_PREFIX, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import (
     RETRY_DELAYS_S,
@@ -41,8 +41,6 @@ from box_memory.store.base import AlreadyExists, Entry, clean_path
 # secrets, socket and threading are imported where the write path needs them: read-only
 # commands (recall, get, status) never load them.
 
-LOCK_NAME = "_box-memory.lock"
-TMP_PREFIX = ".bm-tmp-"
 EXCERPT_WAIT_S = 0.5  # a file on this machine is read in well under that (safeio.STUCK_WAITS)
 # link() errors that mean "no hard links on this file system", not "cannot create".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}

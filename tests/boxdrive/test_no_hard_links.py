@@ -18,8 +18,9 @@ import pytest
 
 from box_memory import safeio
 from box_memory.errors import FileBusy
+from box_memory.model import LOCK_NAME
 from box_memory.store.base import AlreadyExists
-from box_memory.store.local import LOCK_NAME, FileLock, LocalStore
+from box_memory.store.local import FileLock, LocalStore
 
 
 @pytest.fixture(params=[errno.EPERM, errno.ENOTSUP, errno.EXDEV], ids=["EPERM", "ENOTSUP", "EXDEV"])

@@ -23,12 +23,11 @@ import orjson
 from box_memory import settings
 from box_memory.errors import BoxMemoryError, LockBusy, WriteRefused
 from box_memory.locks import holder_body
-from box_memory.model import now_iso, parse_time
+from box_memory.model import LOCK_NAME, now_iso, parse_time
 from box_memory.store.base import AlreadyExists, Entry
 
-__all__ = ["FALLBACK_LOCK_NAME", "LOCK_NAME", "Lease", "LeaseStore"]
+__all__ = ["FALLBACK_LOCK_NAME", "Lease", "LeaseStore"]
 
-LOCK_NAME = "_box-memory.lock"
 # The hosted upload_file takes text types only and `.lock` is not one of them (CONNECTORS.md):
 # when Box refuses LOCK_NAME, every writer uses this name instead, recorded as `lock_name` in the
 # config. Only ever this one fallback, so writers that have not read the config yet agree too.

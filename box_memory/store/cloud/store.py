@@ -49,12 +49,12 @@ from box_memory.mcp.payload import (
     representation_pending,
     text_content,
 )
-from box_memory.model import WorkspaceConfig, now_iso, parse_time
+from box_memory.model import CONFIG_NAME, LOCK_NAME, WorkspaceConfig, now_iso, parse_time
 from box_memory.paths import user_dirs
 from box_memory.safeio import check_size, kind_for
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join, logical_folder_paths
 from box_memory.store.cloud.cache import ContentCache
-from box_memory.store.cloud.lease import FALLBACK_LOCK_NAME, LOCK_NAME, Lease
+from box_memory.store.cloud.lease import FALLBACK_LOCK_NAME, Lease
 from box_memory.store.cloud.listings import Kept, ListingSnapshot, root_signature, usable
 from box_memory.store.cloud.tier import TEMPLATE_SCOPE, detect_tier, metadata_fields
 
@@ -69,7 +69,6 @@ __all__ = [
     "open_session",
 ]
 
-CONFIG_NAME = "_box-memory.json"
 WRITE_TOOLS = frozenset(
     {
         "upload_file",
