@@ -38,7 +38,7 @@ def bm(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         check=False,
         timeout=HANG_LIMIT_S,
-        preexec_fn=_limit_memory if os.name == "posix" else None,  # noqa: PLW1509 - no threads here
+        preexec_fn=_limit_memory if os.name == "posix" else None,
     )
 
 
@@ -72,11 +72,13 @@ def test_credentials_linked_to_dev_zero_are_refused_without_reading_or_chmod(tmp
     assert stat.S_IMODE(os.stat("/dev/zero").st_mode) == before
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e30", "-1e30", '"1e30"', "true", '"soon"'])
+@pytest.mark.parametrize(
+    "value", ["NaN", "Infinity", "-Infinity", "1e30", "-1e30", '"1e30"', "true", '"soon"']
+)
 def test_an_expiry_that_is_no_time_is_a_damaged_file(cli, value: str) -> None:
     path = auth.credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('{"access_token": "tok-secret-123", "expires_at": %s}' % value)
+    path.write_text('{"access_token": "tok-secret-123", "expires_at": ' + value + "}")
     env = cli.json("auth", "status", code=4)
     [err] = env["errors"]
     assert err["code"] == "credentials_unreadable"
@@ -125,7 +127,8 @@ def test_mcp_check_timeout_must_be_a_duration(cli, value: str) -> None:
     path.write_text(json.dumps({"access_token": "tok-abc"}))
     env = cli.json("mcp-check", "--url", "http://127.0.0.1:9/", "--timeout", value, code=2)
     [err] = env["errors"]
-    assert err["code"] == "invalid_input" and err["message"].startswith("--timeout must be a number of seconds")
+    assert err["code"] == "invalid_input"
+    assert err["message"].startswith("--timeout must be a number of seconds")
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "0"])
