@@ -135,3 +135,11 @@ def test_mcp_check_timeout_must_be_a_duration(cli, value: str) -> None:
 def test_auth_login_timeout_must_be_a_duration(cli, value: str) -> None:
     env = cli.json("auth", "login", "--client-id", "cid", "--no-browser", "--timeout", value, code=2)
     assert env["errors"][0]["message"].startswith("--timeout must be a number of seconds")
+
+
+@pytest.mark.parametrize("folder", ["²", "١٢٣"])
+def test_mcp_check_write_test_folder_must_be_ascii_digits(cli, folder: str) -> None:
+    """'²'.isdigit() is True; Box folder ids are ASCII digits, so this is a usage error, not a
+    request to Box."""
+    env = cli.json("mcp-check", "--url", "http://127.0.0.1:9/", "--deep", "--write-test", folder, code=2)
+    assert "--write-test needs a Box folder id" in env["errors"][0]["message"]
