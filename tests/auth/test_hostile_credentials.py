@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,16 @@ def bm(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture
+def dev_zero_mode() -> Iterator[int]:
+    """/dev/zero's mode before the test; put back after it if a regression changed it (as root a
+    chmod through a link to /dev/zero succeeds, and would break every other program here)."""
+    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    yield before
+    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
+        os.chmod("/dev/zero", before)
+
+
 def creds_file(home: Path) -> Path:
     path = home / "config" / "credentials.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,10 +72,12 @@ def test_a_fifo_at_the_credentials_file_is_refused_at_once(tmp_path: Path, comma
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
-def test_credentials_linked_to_dev_zero_are_refused_without_reading_or_chmod(tmp_path: Path) -> None:
+def test_credentials_linked_to_dev_zero_are_refused_without_reading_or_chmod(
+    tmp_path: Path, dev_zero_mode: int
+) -> None:
     home = tmp_path / "home"
     creds_file(home).symlink_to("/dev/zero")
-    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    before = dev_zero_mode
     done = bm("auth", "status", home=home)
     assert done.returncode == 4, done
     assert "character device" in done.stderr and "MemoryError" not in done.stderr

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,16 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
+@pytest.fixture
+def dev_zero_mode() -> Iterator[int]:
+    """/dev/zero's mode before the test; put back after it if a regression changed it (as root a
+    chmod through a link to /dev/zero succeeds, and would break every other program here)."""
+    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    yield before
+    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
+        os.chmod("/dev/zero", before)
+
+
 @pytest.mark.parametrize("command", [("status",), ("runs",), ("review",), ("purge", "1")])
 def test_a_fifo_at_the_brain_store_is_named(tmp_path: Path, command: tuple[str, ...]) -> None:
     home = tmp_path / "home"
@@ -110,12 +121,14 @@ def test_a_fifo_at_the_brain_store_is_named(tmp_path: Path, command: tuple[str, 
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
-def test_a_brain_store_linked_to_a_device_is_refused_and_not_chmod_ed(tmp_path: Path) -> None:
+def test_a_brain_store_linked_to_a_device_is_refused_and_not_chmod_ed(
+    tmp_path: Path, dev_zero_mode: int
+) -> None:
     home = tmp_path / "home"
     store = home / "data" / "brain.sqlite3"
     store.parent.mkdir(parents=True)
     store.symlink_to("/dev/zero")
-    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    before = dev_zero_mode
     done = bm("brain", "status", home=home)
     assert done.returncode == 1 and "character device" in done.stderr, done
     assert stat.S_IMODE(os.stat("/dev/zero").st_mode) == before

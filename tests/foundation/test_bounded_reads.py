@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -156,3 +157,29 @@ def test_the_cloud_listing_and_content_caches_are_a_miss(tmp_path: Path, what: s
     cache = ContentCache(tmp_path / "content")
     special(tmp_path / "content" / "123.abc", what)
     assert within(lambda: cache.get("123", "abc")) is None
+
+
+@pytest.fixture
+def dev_zero_mode() -> Iterator[int]:
+    """/dev/zero's mode before the test; put back after it if a regression changed it."""
+    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    yield before
+    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
+        os.chmod("/dev/zero", before)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_recall_cache_linked_to_a_device_is_not_chmod_ed(cli, ws: Path, dev_zero_mode: int) -> None:
+    """The recall cache is made owner-only; through a link, the old chmod changed the link's
+    target (as root: /dev/zero itself, for every program on the machine)."""
+    from box_memory.recall_cache import cache_path
+    from box_memory.workspace import open_workspace
+
+    cli.json("write", "Use Postgres", "--title", "Database", "-w", str(ws))
+    path = Path(cache_path(open_workspace(str(ws))))
+    path.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to("/dev/zero")
+    hits = within(lambda: cli.json("recall", "postgres", "-w", str(ws)))["data"]["hits"]
+    assert [h["title"] for h in hits] == ["Database"]
+    assert stat.S_IMODE(os.stat("/dev/zero").st_mode) == dev_zero_mode
