@@ -39,7 +39,7 @@ from box_memory.errors import BoxMemoryError, InvalidFile, InvalidInput, NotFoun
 from box_memory.ids import new_id, next_free_slug, normalize_tag, slugify, validate_title
 from box_memory.index import LIVE, FolderIndex, load_all, read_memory
 from box_memory.model import LOCK_NAME, TMP_PREFIX, IndexEntry, now_iso
-from box_memory.names import check_name, check_path, fit_name, nfc, resolve_nfc
+from box_memory.names import MAX_PATH, check_name, check_path, fit_name, nfc, resolve_nfc
 from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.safeio import ReadFailed, UnreadableFile
@@ -308,10 +308,27 @@ def _scope_of(path: str) -> str | None:
     return parts[1] if len(parts) >= 3 and parts[0] == "teams" else None
 
 
+NAME_MAX_BYTES = 255  # one file or folder name (Linux, macOS and Windows alike)
+
+
+def _shown(text: str, most: int = 120) -> str:
+    """A path as an error message shows it: a hostile 5,000-character one is cut, not echoed."""
+    return text if len(text) <= most else text[:most] + "..."
+
+
 def _check_binary_name(path: str) -> None:
     name = path.rsplit("/", 1)[-1]
     if not path:
         raise InvalidInput("that is the workspace root, not a binary")
+    # Before any file system call, which would fail with ENAMETOOLONG.
+    if len(path) > MAX_PATH:
+        raise InvalidInput(
+            f"{_shown(path)} is {len(path)} characters long; workspace paths stay within {MAX_PATH}"
+        )
+    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES for part in path.split("/")):
+        raise InvalidInput(
+            f"{_shown(path)} has a name longer than {NAME_MAX_BYTES} bytes, more than file systems hold"
+        )
     if name.lower().endswith(".md"):
         raise InvalidInput(f"{path} is a markdown memory: companions describe binaries, never .md files")
     if path.split("/", 1)[0] == "_archive":
@@ -353,6 +370,10 @@ def resolve_binary(ws: Workspace, file: str, *, team: str | None = None, cwd: Pa
             import shlex
 
             files = real_root / ws.files_folder(team)
+            if len(file) > MAX_PATH:
+                raise InvalidInput(
+                    f"{_shown(file)} ({len(file)} characters) is outside the workspace ({real_root})"
+                )
             raise InvalidInput(
                 f"{file} is outside the workspace ({real_root}); copy it in first, e.g. "
                 f"`cp {shlex.quote(str(real))} {shlex.quote(str(files))}/`, then run companion on the copy"

@@ -22,3 +22,18 @@ class Param:
     le: float | None = None
     min_length: int | None = None
     nullable: bool = False
+
+
+DAY_S = 86400.0
+
+
+def seconds(name: str, value: float, *, most: float = DAY_S) -> float:
+    """A duration a caller gave (`--timeout`): a number of seconds above 0 and at most `most`.
+    NaN, infinity, 0 and negative values are refused in one line rather than reaching a socket
+    or a deadline (where NaN raises and 0 or -1 mean "time out at once")."""
+    from box_memory.errors import InvalidInput
+
+    if not (isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= most):
+        shown = f"{value:g}" if isinstance(value, int | float) else repr(value)
+        raise InvalidInput(f"{name} must be a number of seconds above 0 and at most {most:g}, not {shown}")
+    return float(value)

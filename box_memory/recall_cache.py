@@ -30,7 +30,7 @@ import orjson
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
 from box_memory.model import HIDDEN_STATUSES, entry_path, parse_time
 from box_memory.progress import task
-from box_memory.safeio import ReadFailed
+from box_memory.safeio import ReadFailed, make_private
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -210,8 +210,7 @@ class RecallCache:
         self.db = db
         db.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost last refresh is redone
         if not memory:
-            with contextlib.suppress(OSError):
-                Path(self.path).chmod(0o600)  # holds memory text: private like the brain store
+            make_private(self.path)  # holds memory text: private like the brain store
         if not self._has_schema():
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("BEGIN IMMEDIATE")  # two first recalls at once: one creates, one waits

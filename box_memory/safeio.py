@@ -9,6 +9,7 @@ a 20 GB file cannot exhaust memory. The caps are documented in README.md ("Works
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -181,6 +182,32 @@ def open_regular(path: str | Path, label: str | None = None, *, follow: bool = T
         os.close(fd)
         raise
     return fd, st.st_size
+
+
+def check_regular(path: str | Path, label: str | None = None, *, private: bool = False) -> bool:
+    """Whether `path` exists, refusing (UnreadableFile) anything there but a regular file: for
+    files opened by other means than `read_regular` (a SQLite store or cache), so a FIFO or a
+    device is named in one line instead of hanging or failing deep inside SQLite. `private`:
+    also make it owner-only, through the descriptor (a symbolic link to a device or to another
+    user's file is never chmod-ed). Other OSErrors of the open propagate."""
+    try:
+        fd, _ = open_regular(path, label)
+    except FileNotFoundError:
+        return False
+    try:
+        if private and hasattr(os, "fchmod") and os.fstat(fd).st_mode & 0o077:
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return True
+
+
+def make_private(path: str | Path) -> None:
+    """Owner-only (0600) for a regular file box-memory keeps for the user; anything else, or any
+    error, is left alone (a symbolic link to /dev/zero must not change /dev/zero)."""
+    with contextlib.suppress(OSError, UnreadableFile):
+        check_regular(path, private=True)
 
 
 def read_regular(

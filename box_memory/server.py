@@ -47,7 +47,7 @@ from box_memory.index_rebuild import RebuildRequest
 from box_memory.memories import GetRequest, WriteRequest
 from box_memory.params import Param
 from box_memory.recall import BrainSearchRequest, RecallRequest
-from box_memory.result import Result
+from box_memory.result import Result, os_message
 from box_memory.status import StatusRequest
 from box_memory.store import close_cloud_sessions
 from box_memory.workspace import Workspace
@@ -420,6 +420,8 @@ class MemoryServer:
             res = replace(res, warnings=[in_tool_terms(w, spec.args) for w in res.warnings])
         except BoxMemoryError as e:
             return self._error(name, e.code, e.exit_code, in_tool_terms(str(e), spec.args)), True
+        except OSError as e:  # the system refused a path: say which and why, as the CLI does
+            return self._error(name, "os_error", 1, os_message(e)), True
         except Exception as e:  # a bug still answers the call; the traceback goes to the log
             log.exception("tool %s failed", name)
             return self._error(name, "internal_error", 1, f"{type(e).__name__}: {e}"), True

@@ -30,6 +30,7 @@ Tuning and test hooks (seconds unless named otherwise):
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -70,11 +71,25 @@ def _text(name: str) -> str | None:
 
 
 def _float(name: str, default: float) -> float:
-    """A number of seconds; `default` when unset or not a number."""
+    """A number of seconds; `default` when unset, not a number, NaN or infinite (NaN compares
+    false with everything: as a delay or a bound it would silently mean "never")."""
     try:
-        return float(os.environ.get(name, "") or default)
+        value = float(os.environ.get(name, "") or default)
     except ValueError:
         return default
+    return value if math.isfinite(value) else default
+
+
+def _seconds(name: str, default: str) -> float:
+    """A number of seconds that must be given right: a clear ValueError otherwise."""
+    raw = os.environ.get(name, default)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a number of seconds (0 or more), not {raw!r}")
+    return value
 
 
 # --- where things are ------------------------------------------------------------------------
@@ -176,9 +191,9 @@ def content_retries() -> tuple[int, float]:
 def lock_timing() -> tuple[float, float, float]:
     """(stale_after, wait, renew_every) seconds of the workspace write lock; a bad number is an
     error (ValueError) rather than a silent default, as it always was."""
-    stale = float(os.environ.get(LOCK_STALE_S, "30"))
-    wait = float(os.environ.get(LOCK_WAIT_S, "15"))
-    renew = float(os.environ.get(LOCK_RENEW_S, str(min(10.0, stale / 3))))
+    stale = _seconds(LOCK_STALE_S, "30")
+    wait = _seconds(LOCK_WAIT_S, "15")
+    renew = _seconds(LOCK_RENEW_S, str(min(10.0, stale / 3)))
     return stale, wait, renew
 
 
@@ -232,7 +247,7 @@ def injected_faults(op: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in os.environ.get(var, "").split(","):
         name, _, n = item.rpartition(":")
-        if name and n.isdigit():
+        if name and n.isascii() and n.isdigit():  # int("²") raises
             out[name] = int(n)
     return out
 
@@ -245,5 +260,6 @@ def injected_hangs() -> dict[str, float]:
     for item in os.environ.get(HANG_READ, "").split(","):
         name, _, secs = item.partition(":")
         if name:
-            out[name] = float(secs) if secs.replace(".", "", 1).isdigit() else 3600.0
+            digits = secs.replace(".", "", 1)
+            out[name] = float(secs) if digits.isascii() and digits.isdigit() else 3600.0
     return out

@@ -14,6 +14,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from box_memory.safeio import UnreadableFile, check_regular
+
 SECTION = "Box Brain (source-backed)"
 LIMIT = 8
 _WORD = re.compile(r"\w+")
@@ -88,8 +90,9 @@ def search(
         "ORDER BY rank LIMIT ?"
     )
     try:
+        check_regular(path)  # a FIFO or a device there: no brain hits, rather than a hang
         db = _connect(path)
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError, UnreadableFile):
         return []
     try:
         rows = list(db.execute(sql, args))

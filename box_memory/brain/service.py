@@ -9,7 +9,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from box_memory.brain.store import CANDIDATE_STATUSES, ITEM_STATUSES, BrainStore, default_path
+from box_memory.brain.store import (
+    CANDIDATE_STATUSES,
+    ITEM_STATUSES,
+    SQLITE_MAX_INT,
+    BrainStore,
+    default_path,
+)
 from box_memory.errors import InvalidInput, NotFound
 from box_memory.result import Result
 
@@ -25,15 +31,21 @@ def _source_id(store: BrainStore, ref: str | None) -> int | None:
 
 
 def _limit(n: int) -> int:
+    """A row limit: at least 1; more than SQLite can count means "all of them"."""
     if n < 1:
         raise InvalidInput("--limit must be at least 1")
-    return n
+    return min(n, SQLITE_MAX_INT)
 
 
 def candidate_id(text: str) -> int:
+    """A review candidate id as typed (`7`, `#7`): ASCII digits naming a row SQLite can hold."""
     raw = text.strip().removeprefix("#")
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise InvalidInput(f"review candidate ids are numbers (see `box-memory brain review`), not {text!r}")
+    raw = raw.lstrip("0") or "0"
+    if len(raw) > len(str(SQLITE_MAX_INT)) or int(raw) > SQLITE_MAX_INT:
+        shown = raw if len(raw) <= 30 else raw[:30] + "..."
+        raise NotFound(f"no review candidate {shown}: ids stop at {SQLITE_MAX_INT}")
     return int(raw)
 
 

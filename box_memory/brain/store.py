@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from box_memory.brain.settings import Settings
-from box_memory.errors import InvalidInput, NotFound
+from box_memory.errors import InvalidFile, InvalidInput, NotFound
 from box_memory.model import now_iso
+from box_memory.safeio import check_regular, make_private
 
 SCHEMA_VERSION = 1
+SQLITE_MAX_INT = 2**63 - 1  # the largest INTEGER (row id, LIMIT) SQLite takes; Python ints go past it
 ITEM_STATUSES = ("indexed", "metadata_only", "skipped", "deleted")
 CANDIDATE_STATUSES = ("proposed", "accepted", "rejected")
 # The item fields compared for change detection (spec brain-sync.md, "One run" step 4).
@@ -197,13 +199,20 @@ def default_path() -> Path:
     return user_dirs().brain_db
 
 
+def _label(path: Path) -> str:
+    return f"the Box Brain store {path}"
+
+
 def _private_file(path: Path) -> None:
-    """Create the database file (and its folder) readable by the owner only."""
+    """Create the database file (and its folder) readable by the owner only. Something that is
+    not a regular file in its place (a FIFO, a link to a device) is refused, never opened by
+    SQLite or chmod-ed."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        path.chmod(0o600)
+    if check_regular(path, _label(path), private=True):
+        return
+    with contextlib.suppress(FileExistsError):  # another process created it just now
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    check_regular(path, _label(path), private=True)
 
 
 class BrainStore:
@@ -215,6 +224,22 @@ class BrainStore:
             raise NotFound(f"no Box Brain store at {self.path} (run `box-memory brain-sync` first)")
         if create:
             _private_file(self.path)
+        else:
+            check_regular(self.path, _label(self.path))
+        try:
+            self._open()
+        except sqlite3.DatabaseError as e:
+            with contextlib.suppress(sqlite3.Error, AttributeError):
+                self.db.close()
+            if isinstance(e, sqlite3.OperationalError) and "locked" in str(e).lower():
+                raise
+            raise InvalidFile(
+                f"{_label(self.path)} is not a usable SQLite database ({e}); move it aside and "
+                "run `box-memory brain-sync` again to rebuild it",
+                code="brain_store_unusable",
+            ) from None
+
+    def _open(self) -> None:
         self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 30000")
@@ -228,10 +253,7 @@ class BrainStore:
             self.db.executescript(_SCHEMA)  # idempotent: IF NOT EXISTS everywhere
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         for suffix in ("-wal", "-shm"):
-            side = Path(str(self.path) + suffix)
-            if side.exists():
-                with contextlib.suppress(OSError):
-                    side.chmod(0o600)
+            make_private(Path(str(self.path) + suffix))
 
     def close(self) -> None:
         self.db.close()
@@ -314,14 +336,15 @@ class BrainStore:
         if not ref:
             raise InvalidInput("give a source: its id, box:<folder_id> or a folder path")
         candidates = self.sources()
-        if ref.isdigit():
-            by_id = [s for s in candidates if s.id == int(ref)]
+        digits = ref.isascii() and ref.isdigit()  # int("²") raises: only ASCII digits are an id
+        if digits:
+            by_id = [s for s in candidates if str(s.id) == ref.lstrip("0")]
             if by_id:
                 return by_id[0]
         matches = [s for s in candidates if ref in (s.label, s.key)]
         if not matches and ref.startswith("box:"):
             matches = [s for s in candidates if s.kind == "box" and s.root == ref[4:]]
-        if not matches and ref.isdigit():
+        if not matches and digits:
             matches = [s for s in candidates if s.kind == "box" and s.root == ref]
         if not matches:
             path = ref[5:] if ref.startswith("path:") else ref
@@ -397,7 +420,7 @@ class BrainStore:
         given = {k: v for k, v in equal.items() if v is not None}
         where = " WHERE " + " AND ".join(f"{k} = ?" for k in given) if given else ""
         sql = f"SELECT * FROM {table}{where} ORDER BY {order} LIMIT ?"  # noqa: S608
-        return list(self.db.execute(sql, [*given.values(), limit]))
+        return list(self.db.execute(sql, [*given.values(), min(limit, SQLITE_MAX_INT)]))
 
     def item_rows(
         self, *, source_id: int | None = None, status: str | None = None, limit: int = 100
@@ -641,6 +664,8 @@ class BrainStore:
         return [self._candidate(r) for r in rows]
 
     def candidate(self, cand_id: int) -> dict[str, Any]:
+        if not 0 <= cand_id <= SQLITE_MAX_INT:  # no such row; SQLite would raise OverflowError
+            raise NotFound(f"no review candidate {cand_id} (see `box-memory brain review`)")
         row = self.db.execute("SELECT * FROM candidates WHERE id = ?", (cand_id,)).fetchone()
         if row is None:
             raise NotFound(f"no review candidate {cand_id} (see `box-memory brain review`)")

@@ -83,7 +83,9 @@ def login_cmd(
         from box_memory import settings
         from box_memory.errors import InvalidInput
         from box_memory.mcp import auth
+        from box_memory.params import seconds
 
+        seconds("--timeout", timeout)
         wanted = auth.DEFAULT_SCOPES.split()
         for raw in scope or []:
             for name in raw.replace(",", " ").split():

@@ -520,7 +520,7 @@ def review_edit_cmd(
         with service.existing_store(f"no review candidate {number}") as store:
             new_title, new_body = title, body
             if new_body == "-":
-                new_body = sys.stdin.read()
+                new_body = _stdin_text()
             if new_title is None and new_body is None:
                 cand = store.candidate(number)
                 new_title, new_body = _in_editor(cand["title"], cand["statement"])
@@ -531,8 +531,38 @@ def review_edit_cmd(
     run("brain review edit", o, go)
 
 
+EDIT_MAX_BYTES = 256 * 1024  # a title and a statement of at most 20000 characters, with room to spare
+
+
+def _stdin_text() -> str:
+    """`--body -`: stdin, bounded, as strict UTF-8."""
+    from box_memory.errors import InvalidInput
+
+    buf = getattr(sys.stdin, "buffer", None)
+    raw = buf.read(EDIT_MAX_BYTES + 1) if buf is not None else sys.stdin.read(EDIT_MAX_BYTES + 1).encode()
+    if len(raw) > EDIT_MAX_BYTES:
+        raise InvalidInput(
+            f"the statement on stdin is larger than {EDIT_MAX_BYTES // 1024} KiB; nothing changed"
+        )
+    return _utf8(raw, "the statement on stdin")
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    from box_memory.errors import InvalidInput
+
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{what} is not valid UTF-8 (byte {e.start}); nothing changed") from None
+
+
 def _in_editor(title: str, statement: str) -> tuple[str, str]:
-    """Open $VISUAL/$EDITOR on the candidate; the first line is the title, the rest the statement."""
+    """Open $VISUAL/$EDITOR on the candidate; the first line is the title, the rest the statement.
+
+    The edited file is read like every file box-memory reads (safeio.read_regular): an editor
+    that leaves a FIFO, a device or a huge file in its place is refused at once, not waited on.
+    """
+    import contextlib
     import os
     import shlex
     import subprocess
@@ -540,20 +570,44 @@ def _in_editor(title: str, statement: str) -> tuple[str, str]:
 
     from box_memory import settings
     from box_memory.errors import InvalidInput, UsageProblem
+    from box_memory.safeio import UnreadableFile, read_regular
 
     editor = settings.editor()
     if not editor:
         raise UsageProblem("no $EDITOR set: give --title and/or --body, or set EDITOR")
+    try:
+        command = shlex.split(editor)
+    except ValueError as e:
+        raise UsageProblem(
+            f"$VISUAL/$EDITOR {editor!r} cannot be split into words ({e}); nothing changed"
+        ) from None
+    if not command:
+        raise UsageProblem("$VISUAL/$EDITOR names no command: give --title and/or --body, or set EDITOR")
     fd, name = tempfile.mkstemp(prefix="box-memory-review-", suffix=".md")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(f"{title}\n\n{statement}\n")
-        done = subprocess.run([*shlex.split(editor), name], check=False)  # the user's own editor
+        try:
+            done = subprocess.run([*command, name], check=False)  # the user's own editor
+        except OSError as e:
+            raise UsageProblem(
+                f"the editor {command[0]!r} could not be started ({e.strerror or e}); nothing changed"
+            ) from None
         if done.returncode != 0:
             raise UsageProblem(f"the editor exited with status {done.returncode}; nothing changed")
-        text = Path(name).read_text(encoding="utf-8")
+        try:
+            raw = read_regular(name, "file", "the edited file", follow=False)
+        except (UnreadableFile, FileNotFoundError) as e:
+            why = str(e) if isinstance(e, UnreadableFile) else "the editor removed the edited file"
+            raise InvalidInput(f"{why}; nothing changed") from None
+        if len(raw) > EDIT_MAX_BYTES:
+            raise InvalidInput(
+                f"the edited file is larger than {EDIT_MAX_BYTES // 1024} KiB; nothing changed"
+            )
+        text = _utf8(raw, "the edited file")
     finally:
-        Path(name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
     head, _, rest = text.strip("\n").partition("\n")
     if not head.strip():
         raise InvalidInput("the first line (the title) is empty; nothing changed")

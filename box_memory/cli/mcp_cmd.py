@@ -82,7 +82,10 @@ def mcp_check_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        if write_test is not None and not write_test.strip().isdigit():
+        from box_memory.params import seconds
+
+        seconds("--timeout", timeout, most=3600)
+        if write_test is not None and not (write_test.strip().isascii() and write_test.strip().isdigit()):
             from box_memory.errors import InvalidInput
 
             raise InvalidInput(f"--write-test needs a Box folder id (digits), not {write_test!r}")

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import html
 import json
+import math
 import os
 import secrets
 import threading
@@ -31,6 +32,7 @@ from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
 from box_memory.redaction import redact
 from box_memory.result import Result
+from box_memory.safeio import UnreadableFile, make_private, read_regular
 
 __all__ = [
     "DEFAULT_AUTHORIZE_URL",
@@ -83,34 +85,55 @@ def _auth_error(message: str, *secrets_: str | None, code: str | None = None) ->
 # --------------------------------------------------------------------------- time helpers
 
 
+# The times a credentials file may hold: from the epoch to the end of year 9999 (what `_iso` can
+# write back). Anything else - NaN, 1e30, a negative number, an unparsable string - is a damaged
+# file, never a token that "never expires".
+_MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
 def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(int(ts), UTC).isoformat().replace("+00:00", "Z")
 
 
-def _parse_time(value: Any) -> float | None:
-    """Accept epoch seconds or ISO-8601 (a hand-edited or older file may hold either)."""
+class _FieldProblem(ValueError):
+    """A credentials field that is missing or not what it must be; the message names the field
+    only, so it may be shown."""
+
+
+def _valid_time(ts: float) -> bool:
+    return math.isfinite(ts) and 0 <= ts <= _MAX_TIME
+
+
+def _parse_time(value: Any, name: str = "time") -> float | None:
+    """Accept epoch seconds or ISO-8601 (a hand-edited or older file may hold either); None when
+    absent. A value that is present but not such a time raises ValueError naming `name` (never
+    the value: the file it comes from holds secrets)."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    ts: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        ts = float(value)
+    elif isinstance(value, str):
         text = value.strip()
         try:
-            return float(text)
+            ts = float(text)
         except ValueError:
-            pass
-        try:
-            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.timestamp()
-    return None
+            try:
+                parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                parsed = None
+            if parsed is not None:
+                if parsed.tzinfo is None:
+                    parsed = parsed.replace(tzinfo=UTC)
+                try:
+                    ts = parsed.timestamp()
+                except (OverflowError, ValueError):  # pragma: no cover - platform time_t limits
+                    ts = None
+    if ts is None or not _valid_time(ts):
+        raise _FieldProblem(f"{name} is not a time between 1970 and 9999")
+    return ts
 
 
 # --------------------------------------------------------------------------- data
@@ -178,7 +201,7 @@ class Credentials:
             or not isinstance(data.get("access_token"), str)
             or not (data["access_token"])
         ):
-            raise ValueError("no access_token")
+            raise _FieldProblem("no access_token")
 
         def text(key: str) -> str | None:
             value = data.get(key)
@@ -187,12 +210,12 @@ class Credentials:
         return cls(
             access_token=data["access_token"],
             refresh_token=text("refresh_token"),
-            expires_at=_parse_time(data.get("expires_at")),
+            expires_at=_parse_time(data.get("expires_at"), "expires_at"),
             token_type=text("token_type") or "bearer",
             scope=text("scope"),
             client_id=text("client_id"),
             client_secret=text("client_secret"),
-            obtained_at=_parse_time(data.get("obtained_at")),
+            obtained_at=_parse_time(data.get("obtained_at"), "obtained_at"),
             token_url=text("token_url"),
             revoke_url=text("revoke_url"),
             grant=text("grant") or "authorization_code",
@@ -279,25 +302,33 @@ def _lock_path(path: Path) -> Path:
 
 
 def load_credentials(path: Path | None = None) -> Credentials | None:
-    """Read the store; None when absent. Tightens a file that someone made readable by others."""
+    """Read the store; None when absent. Tightens a file that someone made readable by others.
+
+    The file is read like every other file box-memory reads (safeio.read_regular): a FIFO, a
+    device or a file over the cap is refused at once instead of hanging or filling memory.
+    """
     path = path or credentials_path()
+    label = f"Box credentials file {path}"
     try:
-        st = path.stat()
+        raw = read_regular(path, "config", label)
     except FileNotFoundError:
         return None
-    if os.name == "posix" and st.st_mode & 0o077:
-        with contextlib.suppress(OSError):
-            path.chmod(0o600)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Credentials.from_json(data)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        # The message names the file, never its content (which is full of secrets).
+    except UnreadableFile as exc:
+        raise _auth_error(f"{exc} - {_LOGIN_HINT}", code="credentials_unreadable") from None
+    except OSError as exc:
         raise _auth_error(
-            f"Box credentials file {path} is unreadable ({type(exc).__name__}) - {_LOGIN_HINT}",
+            f"{label} is unreadable ({exc.strerror or type(exc).__name__}) - {_LOGIN_HINT}",
             code="credentials_unreadable",
+        ) from None
+    if os.name == "posix":
+        make_private(path)  # through the descriptor: a link to a device is never chmod-ed
+    try:
+        return Credentials.from_json(json.loads(raw.decode("utf-8")))
+    except ValueError as exc:  # JSON, UTF-8, or a field that is not what it must be
+        # The message names the file and the field, never its content (which is full of secrets).
+        why = str(exc) if isinstance(exc, _FieldProblem) else type(exc).__name__
+        raise _auth_error(
+            f"{label} is unreadable ({why}) - {_LOGIN_HINT}", code="credentials_unreadable"
         ) from None
 
 
@@ -432,6 +463,19 @@ def _token_request(url: str, form: dict[str, str], *, what: str) -> dict[str, An
     return body
 
 
+def _expiry(now: float, expires_in: Any) -> float | None:
+    """`now + expires_in` when that is a time `_iso` can write; None (unknown) for anything else
+    the token endpoint may answer (NaN, 1e308, a negative or non-numeric value): the token is then
+    used until Box refuses it, and refreshed after that 401."""
+    if expires_in is None or isinstance(expires_in, bool):
+        return None
+    try:
+        at = now + float(expires_in)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return at if _valid_time(at) and at >= now else None
+
+
 def _credentials_from_response(
     body: dict[str, Any],
     *,
@@ -443,11 +487,7 @@ def _credentials_from_response(
     previous_refresh: str | None = None,
 ) -> Credentials:
     now = time.time()
-    expires_in = body.get("expires_in")
-    try:
-        expires_at = now + float(expires_in) if expires_in is not None else None
-    except (TypeError, ValueError):
-        expires_at = None
+    expires_at = _expiry(now, body.get("expires_in"))
     refresh = body.get("refresh_token")
     return Credentials(
         access_token=body["access_token"],
@@ -684,9 +724,11 @@ def store_token(access_token: str, *, expires_in: float | None = None) -> AuthSt
     token = (access_token or "").strip()
     if not token or any(ch.isspace() for ch in token) or len(token) > 4096:
         raise InvalidInput("The Box access token must be a single non-empty word")
-    if expires_in is not None and expires_in < 0:
-        raise InvalidInput("expires_in must be zero or more seconds")
     now = time.time()
+    if expires_in is not None and not (
+        math.isfinite(expires_in) and expires_in >= 0 and _valid_time(now + expires_in)
+    ):
+        raise InvalidInput("expires_in must be zero or more seconds (and end before the year 10000)")
     creds = Credentials(
         access_token=token,
         expires_at=now + expires_in if expires_in is not None else None,

@@ -880,9 +880,11 @@ def _credential_key(url: str, token: str) -> str:
 def _read_catalogue(url: str, token: str) -> dict[str, dict[str, Any]] | None:
     import json
 
-    try:
-        data = json.loads(_catalogue_file(url).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from box_memory.safeio import UnreadableFile, read_regular
+
+    try:  # bounded, regular files only: a FIFO or /dev/zero there is a cache miss, not a hang
+        data = json.loads(read_regular(_catalogue_file(url), "index").decode("utf-8"))
+    except (OSError, ValueError, UnreadableFile):
         return None
     if not isinstance(data, dict) or data.get("credentials") != _credential_key(url, token):
         return None

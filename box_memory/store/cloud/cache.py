@@ -10,6 +10,8 @@ import os
 import secrets
 from pathlib import Path
 
+from box_memory.safeio import UnreadableFile, read_regular
+
 __all__ = ["ContentCache"]
 
 
@@ -28,9 +30,9 @@ class ContentCache:
     def get(self, file_id: str, key: str | None) -> bytes | None:
         if not key:
             return None
-        try:
-            return self._path(file_id, key).read_bytes()
-        except OSError:
+        try:  # bounded, regular files only: a FIFO or /dev/zero there is a miss, not a hang
+            return read_regular(self._path(file_id, key), "index")
+        except (OSError, UnreadableFile):
             return None
 
     def put(self, file_id: str, key: str | None, data: bytes) -> None:

@@ -26,6 +26,8 @@ from typing import Any
 
 import orjson
 
+from box_memory.safeio import UnreadableFile, read_regular
+
 __all__ = ["Kept", "ListingSnapshot", "root_signature"]
 
 VERSION = 1
@@ -62,9 +64,9 @@ class ListingSnapshot:
         self.path = folder / "listings.json"
 
     def load(self) -> Kept | None:
-        try:
-            data = orjson.loads(self.path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+        try:  # bounded, regular files only: a FIFO or /dev/zero there is a miss, not a hang
+            data = orjson.loads(read_regular(self.path, "index"))
+        except (OSError, orjson.JSONDecodeError, UnreadableFile):
             return None
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return None
