@@ -152,7 +152,7 @@ def brain_sync_cmd(
 
     def go() -> Outcome:
         if print_cron:
-            return _cron_outcome(folder_id, path, workspace)
+            return _cron_outcome(folder_id, path, workspace, interval)
         from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
 
         bar = _Bar() if (sys.stderr.isatty() and not json_ and not quiet) else None
@@ -187,8 +187,10 @@ def brain_sync_cmd(
     run("brain-sync", o, go)
 
 
-def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | None) -> Outcome:
-    from box_memory.brain.cron import cron_line
+def _cron_outcome(
+    folder_id: str | None, path: Path | None, workspace: str | None, interval: int | None
+) -> Outcome:
+    from box_memory.brain.cron import cron_line, schedule_for, source_intervals
 
     args: list[str] = []
     if folder_id is not None:
@@ -198,7 +200,9 @@ def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | Non
     if workspace is not None:
         local = not workspace.startswith("box:")
         args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
-    result = cron_line(args)
+    if interval is not None:
+        args += ["--interval", str(interval)]
+    result = cron_line(args, schedule_for(source_intervals(folder_id, path, interval)))
     return Outcome(result, [result.data["line"]])
 
 
