@@ -230,8 +230,8 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
                 escape(s["label"]),
                 "on" if s["enabled"] else "off",
                 s["last_run_status"] or "-",
+                *_last_counts(s["last_run_counts"]),
                 str(s["items"]["entries"]),
-                str(s["items"]["deleted"]),
                 str(s["proposed_candidates"]),
                 s["last_run_at"] or "-",
                 escape(s["last_error"] or ""),
@@ -245,8 +245,11 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
                 "source",
                 "sync",
                 "last run",
-                "entries",
+                "indexed",
+                "unchanged",
                 "deleted",
+                "failed",
+                "entries",
                 "to review",
                 "last run at",
                 "last error",
@@ -256,6 +259,12 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         return Outcome(result, lines, table=table)
 
     run("brain status", o, go)
+
+
+def _last_counts(counts: dict[str, int] | None) -> list[str]:
+    """The last run's indexed, unchanged, deleted and failed counts, as `brain-sync` reports them."""
+    keys = ("indexed", "unchanged", "deleted", "failed")
+    return [str(counts[k]) if counts else "-" for k in keys]
 
 
 @brain_app.command("runs")
