@@ -197,6 +197,10 @@ def _cron_outcome(
         args += ["--folder-id", folder_id]
     if path is not None:
         args += ["--path", str(path.expanduser().resolve())]
+    if workspace is None and (folder_id is not None or path is not None):
+        # The source is bound to the workspace resolved here; cron runs elsewhere (cwd /, no
+        # BOX_MEMORY_WORKSPACE), so the line names it.
+        workspace = _source_workspace()
     if workspace is not None:
         local = not workspace.startswith("box:")
         args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
@@ -259,6 +263,17 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         return Outcome(result, lines, table=table)
 
     run("brain status", o, go)
+
+
+def _source_workspace() -> str:
+    from box_memory.brain.sync import NO_WORKSPACE_MSG
+    from box_memory.errors import WorkspaceNotFound
+    from box_memory.workspace import resolve_spec
+
+    try:
+        return resolve_spec(None)
+    except WorkspaceNotFound:
+        raise WorkspaceNotFound(NO_WORKSPACE_MSG.replace("nothing was synced", "no line printed")) from None
 
 
 def _last_counts(counts: dict[str, int] | None) -> list[str]:
