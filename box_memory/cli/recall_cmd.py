@@ -170,7 +170,9 @@ def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
         for h in data["brain"]:
             lines.append(f"  - [bold]{esc(h['name'])}[/bold]  {esc(h['url'] or h['path'] or '')}")
             if h.get("excerpt"):
-                lines.append(f"    [dim]{esc(h['excerpt'])}[/dim]")
+                spans = [(a, b) for a, b in h.get("highlights", [])]
+                text = _highlight(h["excerpt"], spans) if tty else esc(h["excerpt"])
+                lines.append(f"    [dim]{text}[/dim]")
     if verbose:
         c = data["cache"]
         lines.append(
