@@ -117,3 +117,27 @@ def test_the_settings_change_nothing_on_a_local_workspace(make: Any) -> None:
     assert env["data"]["ai_extracted"] is False and env["warnings"] == []
     local.data("write", "We chose JWT.", "--title", "Auth tokens")
     assert "ask" not in local.data("recall", "JWT")
+
+
+def test_the_mcp_recall_tool_follows_ai_recall_enabled(make: Any, emu: Emulator, tmp_path: Any) -> None:
+    import os
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from tests.server.helpers import call, serve_argv, server_env
+
+    cloud: Backend = make("cloud")
+    cloud.data("write", "We chose JWT because sessions must survive restarts.", "--title", "Auth tokens")
+    _turn_on(cloud, "ai_recall_enabled")
+    argv = serve_argv("--transport", "stdio", "-w", cloud.spec)
+    env = {**server_env(), **{k: os.environ[k] for k in ("BOX_MCP_URL", "BOX_ACCESS_TOKEN")}}
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=tmp_path)
+
+    async def main() -> dict[str, Any]:
+        async with Client(params) as client:
+            return (await call(client, "recall", {"query": "why JWT"}))["data"]
+
+    served = anyio.run(main)
+    assert served["ask"]["asked_by"] == "ai_recall_enabled"
+    assert "We chose JWT" in served["ask"]["answer"]
