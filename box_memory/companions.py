@@ -837,6 +837,22 @@ EXTRACT_FIELDS: list[dict[str, Any]] = [
 _EXTRACT_TOOLS = ("ai_extract_structured_from_fields", "ai_extract_structured_from_fields_enhanced")
 
 
+EXTRACT_SETTING = "ai_extract_enabled"
+
+
+def extract_by_setting(ws: Workspace, req: CompanionRequest) -> bool:
+    """`ai_extract_enabled: true` in the workspace settings, no --body and no --extract given,
+    on a Box workspace whose tier has Box AI extraction: the write fills its fields through Box
+    AI without being asked. Off by default; elsewhere the setting changes nothing."""
+    if req.extract or req.body is not None or ws.config.settings.get(EXTRACT_SETTING) is not True:
+        return False
+    store = as_box_tools(ws.store)
+    caps = ws.config.data.get("capabilities") or {}
+    if store is None or (isinstance(caps, dict) and caps.get("box_ai_tools_available") is False):
+        return False
+    return any(store.has_tool(t) for t in _EXTRACT_TOOLS)
+
+
 def ai_extract(ws: Workspace, file_id: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """(Box AI's structured extraction of the binary, None) or (None, why it was not done).
 
@@ -1010,6 +1026,7 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
     if after is None or (after.size, after.modified) != (before.size, before.modified):
         raise BoxMemoryError(f"{binary.path} changed while it was being hashed; run the command again")
     extracted, not_extracted = ai_extract(ws, after.file_id) if req.extract else (None, None)
+    by_setting = extract_by_setting(ws, req)  # extracted below, once the write is not a no-op
     mime = sniff_mime(binary.name, digest.head)
     kind_tag = type_tag(binary.name, mime)
     tags = list(dict.fromkeys(["companion", kind_tag, *extra_tags]))
@@ -1066,6 +1083,11 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
                 "run `box-memory index-rebuild` or move it aside",
                 code="already_exists",
             )
+
+        if by_setting:
+            extracted, failed = ai_extract(ws, after.file_id)
+            if extracted is None:
+                warnings.append(f"{failed} ({EXTRACT_SETTING} is on); wrote the skeleton")
 
         base = f"{slugify(binary.name)}-companion"
         taken = {str(e.get("slug")) for e in idx.entries if old is None or e.get("id") != old.id}
@@ -1139,5 +1161,6 @@ def write_companion(ws: Workspace, req: CompanionRequest) -> Result:
         "archived": supersede.archive_to if supersede is not None else None,
         "ai_extracted": extracted is not None,
         "extracted": cf.get("extracted"),
+        "extracted_by": ("setting" if by_setting else "option") if extracted is not None else None,
     }
     return Result(written, warnings=[*warnings, *done.warnings])

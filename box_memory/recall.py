@@ -748,7 +748,36 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
     return prefix + text + suffix, marks
 
 
+def _spans_out(spans: list[tuple[int, int]]) -> list[list[int]]:
+    """Highlights as JSON gives them: [start, end) offsets in characters (Unicode code points)
+    into the hit's `excerpt`, in order and never overlapping - what a terminal shows in colour."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if b > a and (not out or a >= out[-1][1]):
+            out.append([a, b])
+    return out
+
+
+def mark_terms(text: str, terms: list[str]) -> list[list[int]]:
+    """The spans of `terms` in an excerpt (whole tokens, any case; else a stem of each word, as a
+    stemmed full-text match found it)."""
+    pats = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if t]
+    if not text or not pats:
+        return []
+    rx = re.compile(r"(?<!\w)(?:" + "|".join(pats) + r")(?!\w)", re.IGNORECASE)
+    spans = [(m.start(), m.end()) for m in rx.finditer(text)]
+    if not spans:
+        stems = [re.escape(t[: max(3, len(t) - 3)]) for t in terms if len(t) > 3]
+        if stems:
+            rx = re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNORECASE)
+            spans = [(m.start(), m.end()) for m in rx.finditer(text)]
+    return _spans_out(spans)
+
+
 # --- the entry point ------------------------------------------------------------------------
+
+#: The label each imported hit carries beside its section, in the Box Brain's own word.
+BRAIN_LABEL = "box_brain"
 
 
 BRAIN_MAX = 50  # hits one MCP brain_search call may ask for
@@ -788,7 +817,17 @@ def brain_hits(
         return []
     since = filters.since if filters is not None else None
     until = filters.until if filters is not None else None
-    return search(query, limit=limit, workspace=ws.describe(), since=since, until=until)
+    hits = search(query, limit=limit, workspace=ws.describe(), since=since, until=until)
+    terms = tokens_of(query)
+    return [
+        {
+            "section": h.get("section"),
+            "label": BRAIN_LABEL,
+            **h,
+            "highlights": mark_terms(h.get("excerpt") or "", terms),
+        }
+        for h in hits
+    ]
 
 
 MAX_RECALL_LIMIT = 100_000  # hits in one answer (SQLite takes 64-bit integers only)
@@ -931,6 +970,7 @@ def _metadata_route(ws: Workspace, filters: Filters, include: bool, limit: int, 
                 "local_path": mem.path,
                 "updated_at": mem.meta.get("updated_at"),
                 "excerpt": exc,
+                "highlights": [],  # found by metadata, not by words
             }
         )
     if added:
@@ -1014,6 +1054,7 @@ def _run(
             "local_path": r.path,
             "updated_at": r.updated_at,
             "excerpt": exc,
+            "highlights": _spans_out(spans),
         }
         if show_flags:
             cur = s.current_of(r)

@@ -142,7 +142,12 @@ BrainSearchArgs = tool_args(BrainSearchRequest, "BrainSearchArgs")
 def _recall(ws: Workspace, a: _Args) -> Result:
     from box_memory.recall import recall
 
-    return recall(ws, RecallRequest(**a.model_dump())).result
+    result = recall(ws, RecallRequest(**a.model_dump())).result
+    if ws.config.settings.get("ai_recall_enabled") is True:  # as `box-memory recall` does
+        from box_memory.ask import ask_by_setting
+
+        result = ask_by_setting(ws, result)
+    return result
 
 
 def _get(ws: Workspace, a: _Args) -> Result:

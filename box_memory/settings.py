@@ -11,6 +11,8 @@ User-facing variables (README):
 - `BOX_ACCESS_TOKEN`      a Box access token that wins over the stored credentials (never refreshed)
 - `BOX_CLIENT_ID`, `BOX_CLIENT_SECRET`  the Box app's OAuth client for `auth login`
 - `BOX_OAUTH_AUTHORIZE_URL`, `BOX_OAUTH_TOKEN_URL`, `BOX_OAUTH_REVOKE_URL`  OAuth endpoint overrides
+- `BOX_MEMORY_CREDENTIALS_STORE`  where `auth` keeps the Box tokens: `keychain`, `file`, or
+  unset for the system keychain where there is one (the `keychain` extra) and the 0600 file elsewhere
 - `VISUAL` / `EDITOR`     the editor `brain review edit` opens
 
 Tuning and test hooks (seconds unless named otherwise):
@@ -44,6 +46,7 @@ CLIENT_SECRET = "BOX_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a s
 OAUTH_AUTHORIZE_URL = "BOX_OAUTH_AUTHORIZE_URL"
 OAUTH_TOKEN_URL = "BOX_OAUTH_TOKEN_URL"  # noqa: S105 - the variable's name, not a secret
 OAUTH_REVOKE_URL = "BOX_OAUTH_REVOKE_URL"
+CREDENTIALS_STORE = "BOX_MEMORY_CREDENTIALS_STORE"
 LOCK_STALE_S = "BOX_MEMORY_LOCK_STALE_S"
 LOCK_WAIT_S = "BOX_MEMORY_LOCK_WAIT_S"
 LOCK_RENEW_S = "BOX_MEMORY_LOCK_RENEW_S"
@@ -154,6 +157,12 @@ def oauth_token_url() -> str | None:
 
 def oauth_revoke_url() -> str | None:
     return _text(OAUTH_REVOKE_URL)
+
+
+def credentials_store() -> str:
+    """`BOX_MEMORY_CREDENTIALS_STORE` in lower case ("keychain", "file"), "auto" when unset (the
+    system keychain where there is one, else the 0600 file); auth refuses any other value."""
+    return (_text(CREDENTIALS_STORE) or "auto").lower()
 
 
 def catalogue_cache() -> bool:

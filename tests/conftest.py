@@ -21,6 +21,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     # would, and expect the very next command to see it: no Box folder listing is reused between
     # commands. tests/cloud/test_listing_reuse.py turns the reuse (on by default) back on.
     monkeypatch.setenv("BOX_MEMORY_LISTING_TRUST_S", "0")
+    # Tokens go to the 0600 file, never into the keychain of the machine running the tests
+    # (tests/auth/test_keychain.py installs its own keyring backend).
+    monkeypatch.setenv("BOX_MEMORY_CREDENTIALS_STORE", "file")
     for var in (
         "BOX_MEMORY_WORKSPACE",
         "BOX_ACCESS_TOKEN",

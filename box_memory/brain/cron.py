@@ -13,6 +13,8 @@ from box_memory import settings
 from box_memory.result import Result
 
 SCHEDULE = "*/15 * * * *"
+# Cron steps that divide an hour evenly, so the ticks stay regular across the hour boundary.
+_STEPS = (5, 6, 10, 12, 15)
 # Variables that decide where the config, Brain store and credentials are, or which Box endpoint
 # and workspace a run uses. Secrets are never written into a crontab.
 PASSED = (
@@ -36,6 +38,37 @@ def executable() -> list[str]:
         return [str(argv0.absolute())]
     # absolute(), not resolve(): a venv's python is a symlink that must stay the venv's.
     return [str(Path(sys.executable).absolute()), "-m", "box_memory"]
+
+
+def schedule_for(intervals: list[int]) -> str:
+    """A schedule that ticks at least as often as the shortest interval (never more often than
+    every 5 minutes, the shortest interval a source can have; at most every 15, the default).
+    `--if-due` then keeps each source to its own interval."""
+    if not intervals:
+        return SCHEDULE
+    shortest = min(intervals)
+    step = max((s for s in _STEPS if s <= shortest), default=_STEPS[0])
+    return f"*/{step} * * * *"
+
+
+def source_intervals(folder_id: str | None, path: Path | None, interval: int | None) -> list[int]:
+    """The intervals of the sources a printed line would run: the one named (by its folder, on any
+    workspace), or every enabled source. A given --interval wins over the stored one."""
+    from box_memory.brain.settings import Settings
+    from box_memory.brain.store import BrainStore, default_path
+
+    if interval is not None:
+        return [Settings().updated({"interval_minutes": interval}).interval_minutes]
+    if not default_path().exists():
+        return []
+    with BrainStore(create=False) as store:
+        sources = store.sources()
+    if folder_id is not None:
+        sources = [s for s in sources if s.kind == "box" and s.root == str(folder_id).strip()]
+    elif path is not None:
+        root = str(path.expanduser().resolve())
+        sources = [s for s in sources if s.kind == "local" and s.root == root]
+    return [s.settings.interval_minutes for s in sources if s.settings.enabled]
 
 
 def cron_line(args: list[str], schedule: str = SCHEDULE) -> Result:

@@ -72,9 +72,23 @@ def status() -> Result:
                 store.candidates(status="proposed", source_id=s.id, limit=10000)
             )
             info["enabled"] = s.settings.enabled
+            info["last_run_counts"] = _last_counts(store, s.id)
             data["sources"].append(info)
     data["size_bytes"] = path.stat().st_size
     return Result(data)
+
+
+LAST_RUN_COUNTS = ("indexed", "unchanged", "deleted", "failed")
+
+
+def _last_counts(store: BrainStore, source_id: int) -> dict[str, int] | None:
+    """The last run's indexed/unchanged/deleted/failed counts; None before the first run or when
+    the last one failed (or is still going) without counting anything."""
+    last = store.runs(source_id=source_id, limit=1)
+    counts = last[0]["counts"] if last else {}
+    if not counts:
+        return None
+    return {k: int(counts.get(k, 0)) for k in LAST_RUN_COUNTS}
 
 
 def runs(source: str | None = None, limit: int = 20) -> Result:

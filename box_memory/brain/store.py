@@ -353,8 +353,11 @@ class BrainStore:
         if not matches:
             raise NotFound(f"no Box Brain source {ref!r} (see `box-memory brain status`)")
         if len(matches) > 1:
-            ids = ", ".join(str(s.id) for s in matches)
-            raise InvalidInput(f"{ref!r} names several sources ({ids}); give the source id")
+            which = "; ".join(
+                f"{s.id}: {s.label} on {s.server}" + (f" for workspace {s.workspace}" if s.workspace else "")
+                for s in matches
+            )
+            raise InvalidInput(f"{ref!r} names several sources ({which}); give the source id")
         return matches[0]
 
     def purge_source(self, source: Source) -> dict[str, int]:

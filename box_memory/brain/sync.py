@@ -221,8 +221,15 @@ def source_key(workspace: str, kind: str, server: str, root: str) -> str:
     return f"{workspace}|{kind}:{server}|{root}"
 
 
+NO_WORKSPACE_MSG = (
+    "a Box Brain source belongs to a workspace and none was found: give --workspace, run it inside "
+    "a workspace or set one up with `box-memory init`; nothing was synced"
+)
+
+
 def _workspace(explicit: str | None) -> tuple[str, Any]:
-    """(workspace key, workspace) brain-sync belongs to; ("", None) without one.
+    """(workspace key, workspace) a new or named source belongs to; refused without one (its
+    review compares against that workspace's memories, --only-workspace keeps its hits there).
 
     A local workspace is opened (cheap, and it validates an explicit `--workspace`); a cloud one
     is only named here and opened by the review pass if it runs, so an unchanged sync makes no
@@ -234,15 +241,15 @@ def _workspace(explicit: str | None) -> tuple[str, Any]:
     try:
         spec = resolve_spec(explicit)
     except WorkspaceNotFound:
-        return "", None
+        raise WorkspaceNotFound(NO_WORKSPACE_MSG) from None
     if spec.startswith("box:"):
         return spec, _NO_WORKSPACE
     try:
         ws = open_workspace(spec)
-    except Exception:
+    except WorkspaceNotFound as exc:
         if explicit:
             raise
-        return "", None
+        raise WorkspaceNotFound(f"{NO_WORKSPACE_MSG} ({spec}: {exc})") from None
     return ws.describe(), ws
 
 

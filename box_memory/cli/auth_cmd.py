@@ -36,7 +36,11 @@ def _status_lines(st: dict[str, Any]) -> list[str]:
         ]
     if st.get("source") == "env":
         return ["Logged in to Box with the access token in BOX_ACCESS_TOKEN (it is not refreshed)"]
-    lines = [f"Logged in to Box (credentials in {escape(str(st.get('credentials_file')))})"]
+    if st.get("store") == "keychain":
+        where = f"the system keychain: {escape(str(st.get('keychain')))}"
+    else:
+        where = f"{escape(str(st.get('credentials_file')))}, mode 0600; no system keychain here"
+    lines = [f"Logged in to Box (credentials in {where})"]
     if st.get("expires_at"):
         state = "expired" if st.get("expired") else "valid"
         lines.append(f"  access token {state} until {st['expires_at']}")

@@ -152,7 +152,7 @@ def brain_sync_cmd(
 
     def go() -> Outcome:
         if print_cron:
-            return _cron_outcome(folder_id, path, workspace)
+            return _cron_outcome(folder_id, path, workspace, interval)
         from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
 
         bar = _Bar() if (sys.stderr.isatty() and not json_ and not quiet) else None
@@ -187,18 +187,26 @@ def brain_sync_cmd(
     run("brain-sync", o, go)
 
 
-def _cron_outcome(folder_id: str | None, path: Path | None, workspace: str | None) -> Outcome:
-    from box_memory.brain.cron import cron_line
+def _cron_outcome(
+    folder_id: str | None, path: Path | None, workspace: str | None, interval: int | None
+) -> Outcome:
+    from box_memory.brain.cron import cron_line, schedule_for, source_intervals
 
     args: list[str] = []
     if folder_id is not None:
         args += ["--folder-id", folder_id]
     if path is not None:
         args += ["--path", str(path.expanduser().resolve())]
+    if workspace is None and (folder_id is not None or path is not None):
+        # The source is bound to the workspace resolved here; cron runs elsewhere (cwd /, no
+        # BOX_MEMORY_WORKSPACE), so the line names it.
+        workspace = _source_workspace()
     if workspace is not None:
         local = not workspace.startswith("box:")
         args += ["--workspace", str(Path(workspace).expanduser().resolve()) if local else workspace]
-    result = cron_line(args)
+    if interval is not None:
+        args += ["--interval", str(interval)]
+    result = cron_line(args, schedule_for(source_intervals(folder_id, path, interval)))
     return Outcome(result, [result.data["line"]])
 
 
@@ -226,8 +234,8 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
                 escape(s["label"]),
                 "on" if s["enabled"] else "off",
                 s["last_run_status"] or "-",
+                *_last_counts(s["last_run_counts"]),
                 str(s["items"]["entries"]),
-                str(s["items"]["deleted"]),
                 str(s["proposed_candidates"]),
                 s["last_run_at"] or "-",
                 escape(s["last_error"] or ""),
@@ -241,8 +249,11 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
                 "source",
                 "sync",
                 "last run",
-                "entries",
+                "indexed",
+                "unchanged",
                 "deleted",
+                "failed",
+                "entries",
                 "to review",
                 "last run at",
                 "last error",
@@ -252,6 +263,23 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
         return Outcome(result, lines, table=table)
 
     run("brain status", o, go)
+
+
+def _source_workspace() -> str:
+    from box_memory.brain.sync import NO_WORKSPACE_MSG
+    from box_memory.errors import WorkspaceNotFound
+    from box_memory.workspace import resolve_spec
+
+    try:
+        return resolve_spec(None)
+    except WorkspaceNotFound:
+        raise WorkspaceNotFound(NO_WORKSPACE_MSG.replace("nothing was synced", "no line printed")) from None
+
+
+def _last_counts(counts: dict[str, int] | None) -> list[str]:
+    """The last run's indexed, unchanged, deleted and failed counts, as `brain-sync` reports them."""
+    keys = ("indexed", "unchanged", "deleted", "failed")
+    return [str(counts[k]) if counts else "-" for k in keys]
 
 
 @brain_app.command("runs")

@@ -124,6 +124,10 @@ def _write(
         ]
         if res.get("supersedes"):
             lines.append(f"  supersedes: {res['supersedes']} (archived as {escape(res['archived'])})")
+        if res.get("extracted_by") == "setting":
+            lines.append("  fields: filled by Box AI Extract (ai_extract_enabled is on in _box-memory.json)")
+        elif res.get("ai_extracted"):
+            lines.append("  fields: filled by Box AI Extract (--extract)")
     return Outcome(result, lines)
 
 

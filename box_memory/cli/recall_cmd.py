@@ -129,10 +129,16 @@ def recall_cmd(
             from box_memory.ask import ask_over
 
             result = ask_over(ws, result, ask, hub=hub)
+        elif ws.config.settings.get("ai_recall_enabled") is True:
+            from box_memory.ask import ask_by_setting
+
+            result = ask_by_setting(ws, result)
         lines = _lines(res, verbose, sys.stdout.isatty())
         if result.data.get("ask"):
             a = result.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
+            if a.get("asked_by"):
+                lines.append(f"  asked because {a['asked_by']} is on in _box-memory.json")
             if a.get("hub", {}).get("answered"):
                 lines.append(f"  from Box Hub {a['hub']['id']}")
             for s in a["sources"]:
@@ -170,7 +176,9 @@ def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
         for h in data["brain"]:
             lines.append(f"  - [bold]{esc(h['name'])}[/bold]  {esc(h['url'] or h['path'] or '')}")
             if h.get("excerpt"):
-                lines.append(f"    [dim]{esc(h['excerpt'])}[/dim]")
+                spans = [(a, b) for a, b in h.get("highlights", [])]
+                text = _highlight(h["excerpt"], spans) if tty else esc(h["excerpt"])
+                lines.append(f"    [dim]{text}[/dim]")
     if verbose:
         c = data["cache"]
         lines.append(

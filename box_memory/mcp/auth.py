@@ -6,6 +6,12 @@ force the user to log in again. Secrets never appear in messages, reprs or statu
 
 httpx2 (the HTTP stack the mcp SDK itself uses) is imported inside the functions that talk to Box
 so that importing this module stays cheap.
+
+Where the credentials live: the operating system's keychain (macOS Keychain, Windows Credential
+Manager, the Secret Service on a Linux desktop) through `keyring` when it is installed (the
+`keychain` extra) and finds one, else a JSON file at mode 0600 (headless Linux). keyring is
+imported only here, only when credentials are read or written; `BOX_MEMORY_CREDENTIALS_STORE`
+(`keychain` or `file`) picks one explicitly.
 """
 
 from __future__ import annotations
@@ -72,6 +78,8 @@ FILE_FORMAT_VERSION = 1
 _LOGIN_HINT = "run `box-memory auth login`"
 
 Source = Literal["env", "store", "none"]
+StoreKind = Literal["keychain", "file"]
+KEYCHAIN_SERVICE = "box-memory"
 
 
 # --------------------------------------------------------------------------- redaction
@@ -242,6 +250,10 @@ class AuthStatus:
     client_id: str | None = None
     obtained_at: str | None = None
     credentials_file: str | None = None
+    #: Which store holds the stored token: "keychain" or "file" (None when nothing is stored).
+    store: StoreKind | None = None
+    #: The keychain keyring found here (its backend's name), when that is the store.
+    keychain: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -301,13 +313,113 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def load_credentials(path: Path | None = None) -> Credentials | None:
-    """Read the store; None when absent. Tightens a file that someone made readable by others.
+def _keychain() -> Any | None:
+    """keyring's backend when this machine has a real keychain and the settings allow it; None
+    for the file. keyring is imported here only (the `keychain` extra), never on recall/write."""
+    choice = settings.credentials_store()
+    if choice not in ("auto", "keychain", "file"):
+        raise InvalidInput(
+            f"{settings.CREDENTIALS_STORE} must be keychain or file (or unset), not {choice!r}"
+        )
+    if choice == "file":
+        return None
+    try:
+        import keyring
+        from keyring.backends import fail, null
+    except ImportError:
+        backend = None
+    else:
+        try:
+            backend = keyring.get_keyring()
+        except Exception:
+            backend = None
+        if isinstance(backend, fail.Keyring | null.Keyring):
+            backend = None
+    if backend is None and choice == "keychain":
+        raise _auth_error(
+            f"{settings.CREDENTIALS_STORE}=keychain but no system keychain is available here "
+            "(install box-memory[keychain]; headless Linux has none) - unset it to use the 0600 file",
+            code="keychain_unavailable",
+        )
+    return backend
 
-    The file is read like every other file box-memory reads (safeio.read_regular): a FIFO, a
-    device or a file over the cap is refused at once instead of hanging or filling memory.
+
+def _keychain_name(backend: Any) -> str:
+    name = getattr(backend, "name", None)
+    return str(name) if name else type(backend).__name__
+
+
+def _keychain_account(path: Path) -> str:
+    """One keychain entry per credentials location (so BOX_MEMORY_HOME keeps users apart)."""
+    return str(path.expanduser().absolute())
+
+
+def _keychain_get(backend: Any, path: Path) -> str | None:
+    try:
+        value = backend.get_password(KEYCHAIN_SERVICE, _keychain_account(path))
+    except Exception as exc:
+        raise _auth_error(
+            f"The system keychain ({_keychain_name(backend)}) refused to give the Box credentials "
+            f"({type(exc).__name__}) - unlock it, or {_LOGIN_HINT}",
+            code="credentials_unreadable",
+        ) from None
+    return value if isinstance(value, str) and value else None
+
+
+def stored_in(path: Path | None = None) -> StoreKind | None:
+    """Which store holds credentials for `path`'s location now, if any."""
+    path = path or credentials_path()
+    backend = _keychain()
+    if backend is not None and _keychain_get(backend, path) is not None:
+        return "keychain"
+    return "file" if path.exists() else None
+
+
+def load_credentials(path: Path | None = None, *, migrate: bool = True) -> Credentials | None:
+    """Read the store (the keychain first, where there is one, then the file); None when absent.
+
+    A file left from before the keychain was available moves into it (under the refresh lock,
+    skipped when another process holds it: `migrate=False` where the caller holds it already).
+    Tightens a file that someone made readable by others.
     """
     path = path or credentials_path()
+    backend = _keychain()
+    if backend is not None:
+        text = _keychain_get(backend, path)
+        if text is not None:
+            try:
+                return Credentials.from_json(json.loads(text))
+            except ValueError:
+                raise _auth_error(
+                    f"Box credentials in the system keychain ({_keychain_name(backend)}) are unreadable "
+                    f"- {_LOGIN_HINT}",
+                    code="credentials_unreadable",
+                ) from None
+    creds = _load_file(path)
+    if creds is not None and backend is not None and migrate:
+        _move_to_keychain(path)
+    return creds
+
+
+def _move_to_keychain(path: Path) -> None:
+    """The file's credentials into the keychain, then the file removed; nothing when the refresh
+    lock is busy (the holder saves the pair it refreshes into the keychain anyway)."""
+    lock = locks.FileLock(_lock_path(path), kernel=locks.KERNEL_LOCKS, wait=0.0, stale_after=120.0)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not lock.acquire():
+        return
+    try:
+        creds = _load_file(path)
+        if creds is not None:
+            with contextlib.suppress(OSError):
+                save_credentials(creds, path)
+    finally:
+        lock.release()
+
+
+def _load_file(path: Path) -> Credentials | None:
+    """The 0600 file, read like every other file box-memory reads (safeio.read_regular): a FIFO, a
+    device or a file over the cap is refused at once instead of hanging or filling memory."""
     label = f"Box credentials file {path}"
     try:
         raw = read_regular(path, "config", label)
@@ -333,11 +445,28 @@ def load_credentials(path: Path | None = None) -> Credentials | None:
 
 
 def save_credentials(creds: Credentials, path: Path | None = None) -> Path:
-    """Atomically replace the store: temp file (0600) in the same dir, fsync, rename.
+    """Replace the stored pair: in the keychain where there is one (then any older file is
+    removed), else atomically in the file. Raises OSError when the store refuses it."""
+    path = path or credentials_path()
+    backend = _keychain()
+    if backend is None:
+        return _save_file(creds, path)
+    payload = json.dumps(creds.to_json(), separators=(",", ":"))
+    try:
+        backend.set_password(KEYCHAIN_SERVICE, _keychain_account(path), payload)
+    except Exception as exc:
+        name = _keychain_name(backend)
+        raise OSError(f"the system keychain ({name}) refused them: {type(exc).__name__}") from None
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # the keychain holds them now: no plain copy stays on disk
+    return path
+
+
+def _save_file(creds: Credentials, path: Path) -> Path:
+    """Atomically replace the file: temp file (0600) in the same dir, fsync, rename.
 
     A reader never sees a half-written file, and a crash leaves either the old or the new pair.
     """
-    path = path or credentials_path()
     parent = path.parent
     parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if os.name == "posix":
@@ -373,11 +502,24 @@ def save_credentials(creds: Credentials, path: Path | None = None) -> Path:
 
 
 def delete_credentials(path: Path | None = None) -> bool:
+    """Remove the pair from both stores; True when either held one."""
     path = path or credentials_path()
+    removed = False
+    backend = _keychain()
+    if backend is not None and _keychain_get(backend, path) is not None:
+        try:
+            backend.delete_password(KEYCHAIN_SERVICE, _keychain_account(path))
+        except Exception as exc:
+            raise _auth_error(
+                f"The system keychain ({_keychain_name(backend)}) refused to delete the Box credentials "
+                f"({type(exc).__name__})",
+                code="credentials_unwritable",
+            ) from None
+        removed = True
     try:
         path.unlink()
     except FileNotFoundError:
-        return False
+        return removed
     return True
 
 
@@ -772,7 +914,7 @@ class TokenSource:
     def source(self) -> Source:
         if settings.access_token():
             return "env"
-        return "store" if self.path.exists() else "none"
+        return "store" if stored_in(self.path) is not None else "none"
 
     def access_token(self) -> str:
         """A token good for at least `refresh_margin` seconds when a refresh is possible."""
@@ -816,8 +958,8 @@ class TokenSource:
         self._last = token
         return token
 
-    def _load_required(self) -> Credentials:
-        creds = load_credentials(self.path)
+    def _load_required(self, *, migrate: bool = True) -> Credentials:
+        creds = load_credentials(self.path, migrate=migrate)
         if creds is None:
             raise _auth_error(
                 f"Not logged in to Box - {_LOGIN_HINT} (or set {ENV_ACCESS_TOKEN})", code="not_logged_in"
@@ -827,7 +969,7 @@ class TokenSource:
     def _refresh_locked(self, needed: Callable[[Credentials], bool]) -> str:
         path = self.path
         with self._mutex, _FileLock(_lock_path(path), timeout=self.lock_timeout):
-            creds = self._load_required()
+            creds = self._load_required(migrate=False)
             if not needed(creds):
                 return creds.access_token  # someone else refreshed while we waited
             if not creds.refresh_token:
@@ -877,6 +1019,8 @@ def status() -> AuthStatus:
     creds = load_credentials(path)
     if creds is None:
         return AuthStatus(logged_in=False, source="none", credentials_file=str(path))
+    backend = _keychain()
+    store: StoreKind = "keychain" if backend is not None and _keychain_get(backend, path) else "file"
     expired = creds.expired if creds.expires_at is not None else None
     return AuthStatus(
         logged_in=not expired or creds.refresh_token is not None,
@@ -887,7 +1031,9 @@ def status() -> AuthStatus:
         scopes=(creds.scope or "").split(),
         client_id=_partial(creds.client_id),
         obtained_at=_iso(creds.obtained_at),
-        credentials_file=str(path),
+        credentials_file=str(path) if store == "file" else None,
+        store=store,
+        keychain=_keychain_name(backend) if store == "keychain" else None,
     )
 
 

@@ -138,7 +138,7 @@ def test_status_reports_a_hanging_rollup_as_unreadable(ws):
     assert roll["state"] == "unreadable" and "_index.json was not read within" in roll["detail"]
 
 
-def test_brain_sync_of_a_local_source_skips_a_hanging_file_and_takes_it_next_run(home):
+def test_brain_sync_of_a_local_source_skips_a_hanging_file_and_takes_it_next_run(home, ws):
     src = home / "Box" / "docs"
     src.mkdir()
     for name in ("a.md", "b.md", "c.md"):

@@ -24,3 +24,15 @@ def emu(box: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
         monkeypatch.setenv("BOX_MCP_URL", running.url)
         monkeypatch.setenv("BOX_ACCESS_TOKEN", running.token)
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _default_workspace(_isolated_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Box Brain source belongs to a workspace: each test gets a default one (`init` makes the
+    workspace it creates the user's default), so a sync without --workspace binds to it.
+    tests/brain/test_source_workspace.py overrides this to run with none."""
+    from box_memory.init import InitRequest, init
+
+    root = tmp_path_factory.mktemp("default-ws")
+    init(InitRequest(name="brain-tests", path=root))
+    return root

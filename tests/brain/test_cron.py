@@ -24,6 +24,10 @@ def test_printed_cron_line_syncs_under_env_i(tmp_path: Path) -> None:
     home, docs = tmp_path / "home", tmp_path / "docs"
     docs.mkdir()
     (docs / "travel-policy.md").write_text("# Travel policy\nEconomy class under six hours.\n")
+    ws = tmp_path / "ws"  # the source's workspace: the user's default, named in the line
+    subprocess.run(
+        [str(CONSOLE), "init", "--path", str(ws), "--json"], env=_env(home), capture_output=True, check=True
+    )
     printed = subprocess.run(
         [str(CONSOLE), "brain-sync", "--print-cron", "--path", str(docs), "--json"],
         env=_env(home, BOX_ACCESS_TOKEN="sekrit-token-value"),
@@ -37,6 +41,7 @@ def test_printed_cron_line_syncs_under_env_i(tmp_path: Path) -> None:
     assert not (home / "data" / "brain.sqlite3").exists()  # printing syncs nothing
     line = data["line"]
     assert line.startswith("*/15 * * * * ")
+    assert data["command"][-4:-2] == ["--workspace", str(ws.resolve())]
     command = line.split(" ", 5)[5]
 
     # cron: an empty environment, /bin/sh, another working directory.
@@ -50,6 +55,7 @@ def test_printed_cron_line_syncs_under_env_i(tmp_path: Path) -> None:
     )  # fmt: skip
     sources = json.loads(status.stdout)["data"]["sources"]
     assert [s["root"] for s in sources] == [str(docs)]
+    assert sources[0]["workspace"] == str(ws.resolve())
     assert sources[0]["last_run_status"] == "completed"
 
     # The plain form prints just the line; a second run right away is not due, still exit 0.

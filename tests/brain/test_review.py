@@ -124,9 +124,11 @@ def test_a_memory_citing_a_changed_box_file_gets_a_stale_policy_candidate(emu, b
     assert stale["version"] != version
 
 
-def test_review_runs_only_for_new_or_changed_files_when_on_and_6_hours_after_the_last(emu, box, cli):
+def test_review_runs_only_for_new_or_changed_files_when_on_and_6_hours_after_the_last(
+    emu, box, cli, _default_workspace
+):
     p = put(box, "a.md", "TODO: one\n")
-    assert lib_sync("0").review == {**lib_sync_review_done(), "candidates": 1}
+    assert lib_sync("0").review == {**lib_sync_review_done(_default_workspace), "candidates": 1}
     again = lib_sync("0")
     assert again.review == {"status": "skipped", "reason": "no new or changed files"}
     p.write_text("TODO: two\n", encoding="utf-8")
@@ -145,8 +147,9 @@ def test_review_runs_only_for_new_or_changed_files_when_on_and_6_hours_after_the
     ]
 
 
-def lib_sync_review_done() -> dict:
-    return {"status": "done", "documents": 1, "memories": 0, "workspace": None}
+def lib_sync_review_done(workspace) -> dict:
+    """A done review of one document in the (empty) workspace the source belongs to."""
+    return {"status": "done", "documents": 1, "memories": 0, "workspace": str(workspace)}
 
 
 def test_a_review_failure_is_recorded_and_never_fails_the_sync(cli, emu, box, ws):
@@ -162,7 +165,7 @@ def test_a_review_failure_is_recorded_and_never_fails_the_sync(cli, emu, box, ws
     assert runs[0]["review"]["status"] == "failed"
 
 
-def test_a_rejected_candidate_is_not_proposed_again_for_the_same_version(emu, box, cli):
+def test_a_rejected_candidate_is_not_proposed_again_for_the_same_version(emu, box, cli, _default_workspace):
     put(box, "a.md", "TODO: call the vendor\n")
     lib_sync("0")
     [loop] = by_kind(candidates(cli), "open_loop")
@@ -173,7 +176,7 @@ def test_a_rejected_candidate_is_not_proposed_again_for_the_same_version(emu, bo
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=7)
     run = lib_sync("0", opts=SyncOptions(now=lambda: later))
     assert run.counts["replaced"] == 1
-    assert run.review == {"status": "done", "documents": 1, "memories": 0, "workspace": None, "candidates": 0}
+    assert run.review == {**lib_sync_review_done(_default_workspace), "candidates": 0}
     assert candidates(cli) == []
     assert cli.json("brain", "reject", "abc", code=2)["errors"][0]["code"] == "invalid_input"
     assert cli.json("brain", "reject", "999", code=1)["errors"][0]["code"] == "not_found"

@@ -51,16 +51,20 @@ def test_plugin_made_local_folder_is_a_local_backend(cli, tmp_path: Path) -> Non
 
 
 def test_not_logged_in_is_said_before_loading_the_network_stack(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"  # a Box Brain source belongs to a workspace
     code = (
         "import sys\n"
         "from box_memory.cli.app import main\n"
-        "for argv in (['mcp-check', '--json'], ['brain-sync', '--folder-id', '5', '--json']):\n"
+        f"for argv in (['mcp-check', '--json'], ['brain-sync', '--folder-id', '5', '-w', {str(ws)!r}, "
+        "'--json']):\n"
         "    sys.argv = ['box-memory', *argv]\n"
         "    try:\n        main()\n    except SystemExit as e:\n        assert e.code == 4, e.code\n"
         "bad = [m for m in ('mcp', 'mcp_types', 'httpx', 'httpx2', 'anyio') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
     env = {"BOX_MEMORY_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    made = [sys.executable, "-m", "box_memory", "init", "--path", str(ws), "--json"]
+    subprocess.run(made, capture_output=True, env=env, check=True)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert res.returncode == 0, res.stderr
     envelopes = [json.loads(line) for line in res.stdout.splitlines()]
