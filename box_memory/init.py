@@ -111,7 +111,7 @@ def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Resu
         "default": True,
     }
     if req.path is None:
-        from box_memory.names import box_drive_roots
+        from box_memory.paths import box_drive_roots
 
         drives = box_drive_roots()
         data["box_drive_root"] = str(drives[0]) if drives else None
@@ -120,7 +120,8 @@ def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Resu
 
 def _offer_box_drive(name: str, confirm: Callable[[str], bool] | None) -> tuple[Path | None, list[str]]:
     """Without --path: the Box Drive folder found on this machine, offered for the workspace."""
-    from box_memory.names import box_drive_root_of, box_drive_roots, check_name
+    from box_memory.names import check_name
+    from box_memory.paths import box_drive_root_of, box_drive_roots
 
     drives = box_drive_roots()
     if not drives or box_drive_root_of(Path.cwd()) is not None:
