@@ -159,6 +159,11 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         out.table(*outcome.table)
 
 
+# Commands that have the terminal to themselves while they run (a server's log, their own bars, a
+# browser sign-in or hidden prompt, an editor): no "still working" line of the CLI's over them.
+TALKS_ITSELF = frozenset({"serve", "brain-sync", "auth login", "auth token", "brain review edit"})
+
+
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     """Run a library call, render its outcome, exit with the mapped code."""
     from box_memory import progress
@@ -166,7 +171,11 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     started = time.perf_counter()
     progress.allow(progress.allowed_for(opts.json, opts.quiet))
     try:
-        outcome = fn()
+        if command in TALKS_ITSELF:
+            outcome = fn()
+        else:
+            with progress.command(command):
+                outcome = fn()
     except BoxMemoryError as e:
         outcome = Outcome(result.failure(e.code, str(e), e.exit_code))
         if not opts.json:
