@@ -48,11 +48,14 @@ def iter_memories(
     from box_memory import frontmatter
     from box_memory.index import load_all
     from box_memory.model import Memory
+    from box_memory.progress import task
 
     out: list[Exported] = []
     warnings: list[str] = []
-    for idx in load_all(ws):
-        for e in idx.entries:
+    indexes = load_all(ws)
+    with task("Reading memories", sum(len(i.entries) for i in indexes), "memories") as bar:
+        for idx, e in ((i, e) for i in indexes for e in i.entries):
+            bar.advance()
             if not include_superseded and e.get("status") in HIDDEN_STATUSES:
                 continue
             path = IndexEntry(idx.folder, e).path

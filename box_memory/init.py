@@ -45,21 +45,32 @@ NO_PARENT_WARNING = (
 )
 
 
+DEFAULT_NAME = "box-memory"
+
+# What an operating system leaves in any folder: not the user's files, so not "a non-empty folder".
+_OS_LITTER = frozenset({".DS_Store", "desktop.ini", "Thumbs.db", ".localized"})
+
+
 @dataclass(frozen=True)
 class InitRequest:
-    name: str = "box-memory"
+    name: str | None = None  # None: the existing workspace's name, else DEFAULT_NAME
     path: Path | None = None  # local: the workspace folder (default: ./NAME, or Box Drive)
     parent: str | None = None  # cloud: the Box folder to create it in (default: the root)
     backend: str | None = None  # local | cloud (default: cloud when `parent` is given)
     teams: list[str] = field(default_factory=list)
     layout: str = "sibling"
     reinit: bool = False
+    non_empty: bool = False  # a local folder that already holds other files may become a workspace
 
 
-def init(req: InitRequest, *, confirm: Callable[[str], bool] | None = None) -> Result:
-    """`confirm(question)` is asked (on a terminal) before a local workspace goes to the Box Drive
-    folder found on this machine; without it the workspace stays in the current folder, with a
-    warning naming the Box Drive folder."""
+Confirm = Callable[[str, bool], bool]  # (question, default answer) -> yes
+
+
+def init(req: InitRequest, *, confirm: Confirm | None = None) -> Result:
+    """`confirm(question, default)` is asked (on a terminal) before a local workspace goes to the
+    Box Drive folder found on this machine (without it the workspace stays in the current folder,
+    with a warning naming the Box Drive folder), and before a folder that holds other files becomes
+    a workspace (without it, that is refused unless `non_empty`)."""
     chosen = req.backend or ("cloud" if req.parent is not None else "local")
     if chosen == "cloud":
         if req.path is not None:
@@ -70,12 +81,13 @@ def init(req: InitRequest, *, confirm: Callable[[str], bool] | None = None) -> R
     return _init_local(req, confirm)
 
 
-def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Result:
+def _init_local(req: InitRequest, confirm: Confirm | None) -> Result:
     from box_memory.ids import validate_team, validate_title
     from box_memory.store import open_local
     from box_memory.workspace import read_user_config_for_update, write_user_config
 
-    validate_title(req.name)
+    name = req.name or DEFAULT_NAME
+    validate_title(name)
     for t in req.teams:  # every check before the folder is created: bad input changes nothing
         validate_team(t)
     if req.layout not in ("sibling", "folder"):
@@ -83,10 +95,13 @@ def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Resu
     warnings: list[str] = []
     offered = None
     if req.path is None:
-        offered, warnings = _offer_box_drive(req.name, confirm)
-    root = (req.path or offered or Path.cwd() / req.name).expanduser()
+        offered, warnings = _offer_box_drive(name, confirm)
+    root = (req.path or offered or Path.cwd() / name).expanduser()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{root} exists and is not a folder")
+    kept = _others_in(root)
+    if kept:
+        warnings += _agree_to_a_non_empty_folder(root, kept, req.non_empty, confirm)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -94,8 +109,13 @@ def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Resu
         raise InvalidInput(f"cannot create the workspace folder {root}: {reason}") from None
     root = root.resolve()
     ws, report = init_workspace(
-        open_local(root), req.name, teams=req.teams, layout=req.layout, reinit=req.reinit
+        open_local(root), name, teams=req.teams, layout=req.layout, reinit=req.reinit
     )
+    if report["existed"] and req.name and req.name != ws.name:
+        warnings.append(
+            f"{root} is already the workspace {ws.name!r}: kept that name ({req.name!r} was not "
+            "used; init never renames a workspace)"
+        )
     cfg, cfg_warnings = read_user_config_for_update()
     warnings += cfg_warnings
     cfg["default_workspace"] = str(root)
@@ -109,18 +129,62 @@ def _init_local(req: InitRequest, confirm: Callable[[str], bool] | None) -> Resu
         "teams": ws.config.teams,
         "layout": ws.config.companion_layout,
         "default": True,
+        "kept": kept,  # what the folder held before init, left as it was
     }
+    if req.name and req.name != ws.name:
+        data["name_kept_instead_of"] = req.name
     if req.path is None:
-        from box_memory.names import box_drive_roots
+        from box_memory.paths import box_drive_roots
 
         drives = box_drive_roots()
         data["box_drive_root"] = str(drives[0]) if drives else None
     return Result(data, warnings=warnings)
 
 
-def _offer_box_drive(name: str, confirm: Callable[[str], bool] | None) -> tuple[Path | None, list[str]]:
+def _others_in(root: Path) -> list[str]:
+    """What a folder that is not yet a workspace already holds (sorted; folders end in `/`)."""
+    if not root.is_dir() or (root / CONFIG_NAME).exists():
+        return []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []  # the mkdir/first write reports an unreadable folder
+    return sorted(e.name + ("/" if e.is_dir() else "") for e in entries if e.name not in _OS_LITTER)
+
+
+def _agree_to_a_non_empty_folder(
+    root: Path, kept: list[str], non_empty: bool, confirm: Confirm | None
+) -> list[str]:
+    """A folder with the user's files becomes a workspace only when they say so (--non-empty, or
+    yes on a terminal); the warnings to give when it does."""
+    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    root = root.absolute()
+    if not non_empty:
+        question = (
+            f"{root} already holds {len(kept)} files and folders ({shown}). Make it a box-memory "
+            "workspace, adding its folders beside them (your files are kept as they are)?"
+        )
+        if confirm is None or not confirm(question, False):
+            raise InvalidInput(
+                f"{root} is not empty ({shown}): init would add its folders beside your files; "
+                "nothing was created. Choose an empty or new folder, or pass --non-empty to make "
+                "this one a workspace (your files are kept as they are)"
+            )
+    warnings: list[str] = []
+    mds = sorted(p.name for p in (root / "memories").glob("*.md")) if (root / "memories").is_dir() else []
+    if mds:
+        warnings.append(
+            f"memories/ already held {len(mds)} markdown file(s) ({', '.join(mds[:3])}"
+            f"{', ...' if len(mds) > 3 else ''}): they are not box-memory memories until they have its "
+            "frontmatter, and `status` and `index-rebuild` report them as files the index lacks"
+        )
+    return warnings
+
+
+def _offer_box_drive(name: str, confirm: Confirm | None) -> tuple[Path | None, list[str]]:
     """Without --path: the Box Drive folder found on this machine, offered for the workspace."""
-    from box_memory.names import box_drive_root_of, box_drive_roots, check_name
+    from box_memory.names import check_name
+    from box_memory.paths import box_drive_root_of, box_drive_roots
 
     drives = box_drive_roots()
     if not drives or box_drive_root_of(Path.cwd()) is not None:
@@ -129,7 +193,7 @@ def _offer_box_drive(name: str, confirm: Callable[[str], bool] | None) -> tuple[
     target = drives[0] / name
     if confirm is not None:
         question = f"Box Drive found at {drives[0]}. Create the workspace in {target}?"
-        return (target if confirm(question) else None), []
+        return (target if confirm(question, True) else None), []
     return None, [
         f"Box Drive found at {drives[0]}, but the workspace is made in the current folder: "
         f"pass --path {target} to keep it in Box"
@@ -141,7 +205,7 @@ def _init_cloud(req: InitRequest) -> Result:
     from box_memory.store import init_cloud_workspace
 
     data, warnings = init_cloud_workspace(
-        req.name,
+        req.name or DEFAULT_NAME,
         parent=req.parent or "0",
         teams=req.teams,
         layout=req.layout,

@@ -33,7 +33,6 @@ import re
 import unicodedata
 from pathlib import Path
 
-from box_memory import settings
 from box_memory.errors import InvalidInput
 
 BOX_DRIVE_IGNORED_ARTICLE = "https://support.box.com/hc/en-us/articles/360044195433"
@@ -189,25 +188,3 @@ def resolve_nfc(root: Path, rel: str) -> Path:
             nxt = cur / match
         cur = nxt
     return cur
-
-
-# --- where Box Drive is ----------------------------------------------------------------------------
-
-
-def box_drive_roots() -> list[Path]:
-    """Where Box Drive keeps its folder, in the order looked at: macOS File Provider
-    (`~/Library/CloudStorage/Box-Box`), older macOS installs (`~/Box`), Windows
-    (`%USERPROFILE%\\Box`). Only folders that exist are returned."""
-    home = settings.user_home()
-    candidates = [home / "Library" / "CloudStorage" / "Box-Box", home / "Box"]
-    return [p for p in candidates if p.is_dir()]
-
-
-def box_drive_root_of(path: Path) -> Path | None:
-    """The Box Drive root that holds `path`, or None when it is not inside Box Drive."""
-    real = path.resolve()
-    for root in box_drive_roots():
-        r = root.resolve()
-        if real == r or r in real.parents:
-            return root
-    return None

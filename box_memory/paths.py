@@ -47,3 +47,53 @@ def user_dirs() -> UserDirs:
         Path(platformdirs.user_cache_dir(APP)),
         Path(platformdirs.user_state_dir(APP)),
     )
+
+
+# --- where Box Drive is ----------------------------------------------------------------------------
+#
+# Box Drive is found by what it leaves on its platform, never by a folder's name alone: a `~/Box`
+# folder on Linux (which Box Drive has no client for) is just a folder, and nothing there syncs.
+# Where Box Drive puts things, per Box's "Technical Information for Box Drive Administrators"
+# (https://support.box.com/hc/en-us/articles/360043695894) and "Using Box Drive on macOS File
+# Provider Extension (FPE) mode" (https://support.box.com/hc/en-us/articles/4407737091219):
+# - macOS, File Provider mode: the Box folder is `~/Library/CloudStorage/Box-Box`, a location
+#   macOS itself creates for the File Provider domain Box Drive registers;
+# - macOS, legacy kernel mode: the Box folder is `~/Box`, and Box Drive keeps its data (the cache)
+#   in `~/Library/Application Support/Box/Box`;
+# - Windows: the Box folder is `%USERPROFILE%\Box`, with its data (logs, cache) in
+#   `%LOCALAPPDATA%\Box\Box`.
+# Since Box Drive 2.3 an admin can move the folder elsewhere
+# (https://support.box.com/hc/en-us/articles/360043697454); `BOX_MEMORY_BOX_DRIVE` names it then.
+
+
+def box_drive_roots() -> list[Path]:
+    """The Box Drive folders on this machine, in the order looked at; only existing folders."""
+    named = settings.box_drive_folder()
+    if named is not None:
+        return [named] if named.is_dir() else []
+    platform = settings.platform()
+    home = settings.user_home()
+    found: list[Path] = []
+    if platform == "darwin":
+        fpe = home / "Library" / "CloudStorage" / "Box-Box"
+        if fpe.is_dir():
+            found.append(fpe)
+        legacy = home / "Box"
+        if legacy.is_dir() and (home / "Library" / "Application Support" / "Box" / "Box").is_dir():
+            found.append(legacy)
+    elif platform == "win32":
+        folder = home / "Box"
+        local = settings.windows_local_appdata() or home / "AppData" / "Local"
+        if folder.is_dir() and (local / "Box" / "Box").is_dir():
+            found.append(folder)
+    return found
+
+
+def box_drive_root_of(path: Path) -> Path | None:
+    """The Box Drive root that holds `path`, or None when it is not inside Box Drive."""
+    real = path.resolve()
+    for root in box_drive_roots():
+        r = root.resolve()
+        if real == r or r in real.parents:
+            return root
+    return None

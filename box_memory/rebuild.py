@@ -144,7 +144,7 @@ def prefill(ws: Workspace, folder: str, memo: Memo) -> None:
     """Parse every memory file of a folder into `memo` (no lock needed: nothing is written)."""
     files = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
     ws.store.prefetch([join(folder, e.name) for e in files])  # the cloud store reads many at once
-    for ent in files:
+    for ent in each(files, f"Reading {folder}/", "files"):
         with contextlib.suppress(NotFound, Unreadable):
             _read(ws, join(folder, ent.name), ent, memo)
 

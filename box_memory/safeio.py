@@ -343,7 +343,7 @@ def _watched(path: str | Path) -> bool:
         folder = os.path.abspath(folder)  # noqa: PTH100
         hit = _in_box_drive.get(folder)
     if hit is None:
-        from box_memory.names import box_drive_root_of
+        from box_memory.paths import box_drive_root_of
 
         try:
             hit = box_drive_root_of(Path(folder)) is not None

@@ -14,6 +14,7 @@ User-facing variables (README):
 - `BOX_MEMORY_CREDENTIALS_STORE`  where `auth` keeps the Box tokens: `keychain`, `file`, or
   unset for the system keychain where there is one (the `keychain` extra) and the 0600 file elsewhere
 - `VISUAL` / `EDITOR`     the editor `brain review edit` opens
+- `BOX_MEMORY_BOX_DRIVE`  the Box Drive folder, when an admin moved it from where Box Drive puts it
 
 Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
@@ -28,6 +29,8 @@ Tuning and test hooks (seconds unless named otherwise):
   not finished by then is given up (an online-only file Box Drive is still downloading)
 - `BOX_MEMORY_CRASH_AT`, `BOX_MEMORY_FAIL_READ`, `BOX_MEMORY_FAIL_REPLACE`,
   `BOX_MEMORY_HANG_READ`: crash and fault injection for the integrity tests (unset in normal use)
+- `BOX_MEMORY_PLATFORM` (`sys.platform`): the platform whose Box Drive is looked for (tests
+  simulate macOS and Windows on Linux)
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ CRASH_AT = "BOX_MEMORY_CRASH_AT"
 FAIL_READ = "BOX_MEMORY_FAIL_READ"
 FAIL_REPLACE = "BOX_MEMORY_FAIL_REPLACE"
 HANG_READ = "BOX_MEMORY_HANG_READ"
+BOX_DRIVE = "BOX_MEMORY_BOX_DRIVE"
+PLATFORM = "BOX_MEMORY_PLATFORM"
 READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
@@ -114,6 +119,24 @@ def user_home() -> Path:
     if os.name == "nt":
         return Path(os.environ.get("USERPROFILE") or Path.home())
     return Path.home()
+
+
+def platform() -> str:
+    """`darwin`, `win32`, `linux`...: where Box Drive is looked for depends on it."""
+    import sys
+
+    return os.environ.get(PLATFORM) or sys.platform
+
+
+def box_drive_folder() -> Path | None:
+    """The Box Drive folder named by the user (Box Drive 2.3+ lets an admin move it)."""
+    v = os.environ.get(BOX_DRIVE)
+    return Path(v).expanduser() if v else None
+
+
+def windows_local_appdata() -> Path | None:
+    v = os.environ.get("LOCALAPPDATA")
+    return Path(v) if v else None
 
 
 def editor() -> str | None:

@@ -68,10 +68,14 @@ def _box_drive(ws: Workspace) -> dict[str, Any] | None:
         return None
     from pathlib import Path
 
-    from box_memory.names import box_drive_root_of
+    from box_memory.paths import box_drive_root_of, box_drive_roots
 
     found = box_drive_root_of(Path(root))
-    return {"inside": found is not None, "root": str(found) if found is not None else None}
+    return {
+        "inside": found is not None,
+        "root": str(found) if found is not None else None,
+        "found": bool(box_drive_roots()),  # Box Drive is on this machine at all
+    }
 
 
 def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from box_memory.store.base import Store, join
 NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
 
 
-
 @dataclass
 class Workspace:
     store: Store
@@ -161,21 +160,26 @@ def _find_upwards(start: Path) -> Path | None:
 
 def resolve_spec(explicit: str | None, cwd: Path | None = None) -> str:
     """--workspace > BOX_MEMORY_WORKSPACE > nearest `_box-memory.json` upwards > user default."""
+    return _resolve(explicit, cwd)[0]
+
+
+def _resolve(explicit: str | None, cwd: Path | None = None) -> tuple[str, str]:
+    """The workspace spec and what named it: `explicit`, `env`, `found` or `default`."""
     if explicit:
-        return explicit
+        return explicit, "explicit"
     env = settings.workspace()
     if env:
-        return env
+        return env, "env"
     found = _find_upwards((cwd or Path.cwd()).resolve())
     if found is not None:
-        return str(found)
+        return str(found), "found"
     default = read_user_config().get("default_workspace")
     if isinstance(default, str) and default:
-        return default
+        return default, "default"
     raise WorkspaceNotFound(NOT_FOUND_MSG)
 
 
-def store_for(spec: str) -> Store:
+def store_for(spec: str, named_by: str = "explicit") -> Store:
     if spec.startswith("box:"):
         from box_memory.store import open_cloud
 
@@ -184,10 +188,23 @@ def store_for(spec: str) -> Store:
 
     root = Path(spec).expanduser()
     if not root.is_dir():
-        raise WorkspaceNotFound(f"{NOT_FOUND_MSG} ({root} is not a folder)")
+        raise WorkspaceNotFound(_missing_folder(root, named_by))
     return open_local(root.resolve())
 
 
+def _missing_folder(root: Path, named_by: str) -> str:
+    """A named workspace folder that is not there: say the path and who named it, not "here"."""
+    what = "is not a folder" if root.exists() else "does not exist"
+    if named_by == "env":
+        return f"BOX_MEMORY_WORKSPACE names {root}, which {what}"
+    if named_by == "default":
+        return (
+            f"the default workspace {root} (set by `box-memory init`) {what}: run `box-memory init` "
+            "again, or pass --workspace"
+        )
+    return f"workspace folder {root} {what}"
+
+
 def open_workspace(explicit: str | None = None, cwd: Path | None = None) -> Workspace:
-    store = store_for(resolve_spec(explicit, cwd))
+    store = store_for(*_resolve(explicit, cwd))
     return Workspace(store, load_config(store))

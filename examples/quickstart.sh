@@ -4,8 +4,8 @@
 set -euo pipefail
 BM=${BOX_MEMORY:-box-memory}
 DIR=${1:-$(mktemp -d "${TMPDIR:-/tmp}/box-memory-demo.XXXXXX")}
-# Keep the demo's user config (default workspace) inside the demo folder.
-export BOX_MEMORY_HOME="${BOX_MEMORY_HOME:-$DIR/.home}"
+# `init` makes the demo workspace your default one (as it says), so `box-memory recall` in this
+# shell or any other finds it without -w, until the next `box-memory init`.
 WS="$DIR/workspace"
 
 $BM init demo --path "$WS" --team platform
@@ -29,5 +29,5 @@ if $BM recall --help >/dev/null 2>&1; then
   $BM recall "auth" -w "$WS"
 fi
 echo
-echo "Workspace: $WS"
+echo "Workspace: $WS (now your default workspace)"
 echo "Try: $BM recall \"deploy window\" -w \"$WS\""

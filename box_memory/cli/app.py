@@ -8,6 +8,7 @@ every command, is built on first access for tests, docs and `--help`.
 from __future__ import annotations
 
 import importlib
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -15,7 +16,8 @@ from typing import Annotated, Any
 
 import click
 import typer
-from typer.core import TyperGroup
+import typer.core
+import typer.main
 
 from box_memory import __version__
 
@@ -71,7 +73,7 @@ def _hoist_json(argv: list[str]) -> bool:
     return "--json" in argv[:end]
 
 
-class CliGroup(TyperGroup):
+class CliGroup(typer.core.TyperGroup):
     """With --json anywhere, usage errors (missing argument, unknown option or command, bad value)
     are the one JSON envelope on stdout with exit 2, like every other error."""
 
@@ -99,6 +101,41 @@ class CliGroup(TyperGroup):
             raise SystemExit(2) from None
 
 
+class _Argument(typer.core.TyperArgument):
+    """typer's argument, keeping its help. click 8.5 gave `click.Argument` a `help` of its own, and
+    typer 0.24's constructor sets `self.help` before calling click's, which resets it to None: every
+    positional argument lost its description in `--help`."""
+
+    def __init__(self, *, help: str | None = None, **attrs: Any) -> None:
+        super().__init__(help=help, **attrs)
+        self.help = help
+
+
+class _Command(typer.core.TyperCommand):
+    def format_arguments(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Nothing: typer's "Arguments" section already lists them (click 8.5 would add a second,
+        "Positional arguments", now that arguments keep their help)."""
+
+
+# The classes typer.main builds commands and arguments with (typer is pinned below 0.25).
+typer.main.TyperArgument = _Argument  # type: ignore[misc]
+typer.main.TyperCommand = _Command  # type: ignore[misc]
+
+
+def _one_suggestion(app: typer.Typer) -> None:
+    """click already says "Did you mean 'recall'?" for a mistyped command; typer's own copy of
+    that hint (on by default) would say it a second time."""
+    app.suggest_commands = False
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _one_suggestion(group.typer_instance)
+
+
+def help_width() -> int:
+    """Help is as wide as the terminal (click stops at 80 columns unless told), at least 80."""
+    return max(shutil.get_terminal_size((80, 24)).columns, 80)
+
+
 def build_app(modules: list[str]) -> typer.Typer:
     new = typer.Typer(
         name="box-memory",
@@ -108,11 +145,12 @@ def build_app(modules: list[str]) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,  # help text is plain: "[/box-init]" is a slash command, not markup
-        context_settings={"help_option_names": ["-h", "--help"]},
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": help_width()},
     )
     new.callback()(_root)
     for name in modules:
         importlib.import_module(f"box_memory.cli.{name}").register(new)
+    _one_suggestion(new)
     return new
 
 

@@ -101,7 +101,8 @@ def brain_sync_cmd(
         int | None, typer.Option("--max-items", help="Files per run (default 200, 1..10000; saved).")
     ] = None,
     interval: Annotated[
-        int | None, typer.Option("--interval", help="Minutes between runs for --if-due (default 60; saved).")
+        int | None,
+        typer.Option("--interval", help="Minutes between runs for --if-due, 5..10080 (default 60; saved)."),
     ] = None,
     if_due: Annotated[bool, typer.Option("--if-due", help="Run only when the interval has passed.")] = False,
     print_cron: Annotated[
@@ -119,7 +120,10 @@ def brain_sync_cmd(
         typer.Option("--ai-summaries/--no-ai-summaries", help="Box AI summaries, at most 5 per run (saved)."),
     ] = None,
     max_content_chars: Annotated[
-        int | None, typer.Option("--max-content-chars", help="Text kept per file (default 10000; saved).")
+        int | None,
+        typer.Option(
+            "--max-content-chars", help="Characters kept per file, 500..100000 (default 10000; saved)."
+        ),
     ] = None,
     review: Annotated[
         bool | None,

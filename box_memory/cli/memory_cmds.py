@@ -20,8 +20,13 @@ def register(app: typer.Typer) -> None:
 
 def init_cmd(
     name: Annotated[
-        str, typer.Argument(help="Workspace name (and folder name under the current dir).")
-    ] = "box-memory",
+        str | None,
+        typer.Argument(
+            help="Workspace name (and folder name under the current dir); default box-memory. An "
+            "existing workspace keeps its name.",
+            show_default=False,
+        ),
+    ] = None,
     path: Annotated[
         Path | None, typer.Option("--path", help="Workspace folder (created if missing).")
     ] = None,
@@ -34,6 +39,14 @@ def init_cmd(
     reinit: Annotated[
         bool, typer.Option("--reinit", help="Fill in missing keys and folders of an existing workspace.")
     ] = False,
+    non_empty: Annotated[
+        bool,
+        typer.Option(
+            "--non-empty",
+            help="Make a workspace of a folder that already holds other files (kept as they are); "
+            "without it, init asks on a terminal and refuses otherwise.",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -44,7 +57,7 @@ def init_cmd(
     def go() -> Outcome:
         from box_memory.init import InitRequest, init
 
-        req = InitRequest(name, path, parent, backend, team or [], layout, reinit)
+        req = InitRequest(name, path, parent, backend, team or [], layout, reinit, non_empty)
         confirm = _confirm if sys.stdin.isatty() else None
         result = init(req, confirm=confirm)
         return Outcome(result, _init_lines(result.data))
@@ -52,14 +65,22 @@ def init_cmd(
     run("init", o, go)
 
 
-def _confirm(question: str) -> bool:
-    return bool(typer.confirm(question, default=True, err=True))
+def _confirm(question: str, default: bool) -> bool:
+    from box_memory import progress
+
+    with progress.paused():  # nothing drawn over the question
+        return bool(typer.confirm(question, default=default, err=True))
 
 
 def _init_lines(data: dict[str, Any]) -> list[str]:
     verb = "Workspace already existed at" if data["existed"] else "Created workspace at"
     if data["backend"] == "local":
-        lines = [f"{verb} [bold]{escape(data['workspace'])}[/bold] (now the default)"]
+        where, name = escape(data["workspace"]), escape(data["name"])
+        lines = [f"{verb} [bold]{where}[/bold] '{name}' (now the default)"]
+        if data.get("kept"):
+            kept = data["kept"]
+            more = f" and {len(kept) - 8} more" if len(kept) > 8 else ""
+            lines.append(f"Kept what was there, as it was: {escape(', '.join(kept[:8]))}{more}")
     else:
         lines = [
             f"{verb} [bold]{escape(data['workspace'])}[/bold] '{escape(data['name'])}' (now the default)",

@@ -60,9 +60,26 @@ class Printer:
     def line(self, text: str) -> None:
         text = visible(text)
         if self.tty:
-            self.console.print(text)
+            self._wrapped(text)
         else:
             self.stream.write(strip_markup(text) + "\n")
+
+    def _wrapped(self, text: str) -> None:
+        """A line as wide as the terminal, wrapped between words; the wrapped part lines up under
+        the text after the line's indent and list number (` 1. Title ...`, `    path ...`)."""
+        from rich.text import Text
+
+        width = self.console.width
+        for para in text.split("\n"):
+            hang = len(_HANG.match(para).group(0))  # type: ignore[union-attr] # always matches
+            lead, body = para[:hang], para[hang:]
+            rendered = Text.from_markup(body)
+            if hang + rendered.cell_len <= width or width - hang < 20:
+                self.console.print(Text.from_markup(para))
+                continue
+            for n, piece in enumerate(rendered.wrap(self.console, width - hang, overflow="fold")):
+                prefix = Text.from_markup(lead) if n == 0 else Text(" " * hang)
+                self.console.print(prefix + piece)
 
     def table(self, headers: list[str], rows: list[list[str]]) -> None:
         if self.tty:
@@ -77,6 +94,9 @@ class Printer:
             for r in rows:
                 self.stream.write("\t".join(strip_markup(visible(c, cell=True)) for c in r) + "\n")
 
+
+# A line's indent and list number, under which its wrapped part is lined up.
+_HANG = re.compile(r" *(?:\d+\. +|- +)?")
 
 # Characters that would act on a terminal or reorder what is shown, rather than be shown: C0 and
 # C1 controls (ESC starts escape sequences, CR overwrites a line) and the bidi embedding, override
@@ -139,6 +159,11 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         out.table(*outcome.table)
 
 
+# Commands that have the terminal to themselves while they run (a server's log, their own bars, a
+# browser sign-in or hidden prompt, an editor): no "still working" line of the CLI's over them.
+TALKS_ITSELF = frozenset({"serve", "brain-sync", "auth login", "auth token", "brain review edit"})
+
+
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     """Run a library call, render its outcome, exit with the mapped code."""
     from box_memory import progress
@@ -146,7 +171,11 @@ def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     started = time.perf_counter()
     progress.allow(progress.allowed_for(opts.json, opts.quiet))
     try:
-        outcome = fn()
+        if command in TALKS_ITSELF:
+            outcome = fn()
+        else:
+            with progress.command(command):
+                outcome = fn()
     except BoxMemoryError as e:
         outcome = Outcome(result.failure(e.code, str(e), e.exit_code))
         if not opts.json:

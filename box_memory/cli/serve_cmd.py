@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -65,6 +66,8 @@ def serve_cmd(
 
         progress.allow(False)  # a server's stderr is a log, not a place for progress bars
         if transport == "stdio":
+            if sys.stdin.isatty():
+                _typed_into_a_terminal(quiet)
             serve_stdio(server)
             raise SystemExit(0)  # no envelope: stdout was the protocol channel
         sock = bind(host, port)
@@ -81,3 +84,20 @@ def serve_cmd(
         return Outcome(Result({"transport": transport, "url": url}), [f"Stopped serving {url}"])
 
     run("serve", o, go)
+
+
+def _typed_into_a_terminal(quiet: bool) -> None:
+    """`serve` run by a person rather than spawned by an MCP client: say what it waits for and how
+    to leave, and let Ctrl-C end it as it ends any Unix tool (by SIGINT). The SDK reads stdin in a
+    worker thread, so the KeyboardInterrupt Python would raise never stops the loop."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if not quiet:
+        sys.stderr.write(
+            "box-memory MCP server (stdio): waiting for an MCP client on stdin; an MCP client such as "
+            "Claude Code or Claude Desktop starts it itself.\n"
+            "Ctrl-C or Ctrl-D quits. To serve over HTTP instead: "
+            "box-memory serve --transport streamable-http\n"
+        )
+        sys.stderr.flush()

@@ -51,6 +51,8 @@ def _box_drive_line(bd: dict[str, Any] | None) -> list[str]:
         return []
     if bd["inside"]:
         return [f"Box Drive: inside {escape(str(bd['root']))} (Box Drive syncs it)"]
+    if not bd.get("found", True):
+        return ["Box Drive: not on this machine (this folder is not synced to Box)"]
     return ["Box Drive: not inside the Box Drive folder (nothing here syncs to Box)"]
 
 

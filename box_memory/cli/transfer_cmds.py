@@ -62,6 +62,9 @@ def import_cmd(
             lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in data["by_kind"].items()))
         for t in data["first_titles"]:
             lines.append(f"  - {escape(t)}")
+        shown_of = data["would_import"] if dry_run else data["imported"]
+        if len(data["first_titles"]) < (shown_of or 0):
+            lines.append(f"  ... and {shown_of - len(data['first_titles'])} more")
         return Outcome(result, lines)
 
     run("import", o, go)

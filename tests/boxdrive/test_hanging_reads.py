@@ -1,8 +1,9 @@
 """Reads that hang: Box Drive serves an online-only file on demand, and its first read waits while
 the file downloads - for a long time, or forever when the network is gone.
 
-Linux has no Box Drive, so the folder is a fake HOME's `Box` (what `names.box_drive_roots` looks
-for: reads there are timed exactly as on macOS and Windows) and the test hook
+Linux has no Box Drive, so the folder is a fake HOME's `Box` on a simulated macOS (what
+`paths.box_drive_roots` finds with Box Drive's data folder beside it: reads there are timed exactly
+as on macOS and Windows) and the test hook
 BOX_MEMORY_HANG_READ=<path suffix>[:<seconds>] stalls the read of one file inside a real
 `box-memory` process. Every command must end in bounded time, say which file was not read, keep
 every other result and change nothing.
@@ -31,7 +32,9 @@ TIMEOUT = 1.5
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     (home / "Box").mkdir(parents=True)
+    (home / "Library" / "Application Support" / "Box" / "Box").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BOX_MEMORY_PLATFORM", "darwin")
     monkeypatch.delenv("USERPROFILE", raising=False)
     return home
 

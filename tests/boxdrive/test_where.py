@@ -1,7 +1,8 @@
 """Where the Box Drive folder is: `init` offers it, `status` says whether a workspace is in it.
 
-Box Drive's folder is simulated with a fake HOME holding `Library/CloudStorage/Box-Box` (macOS
-File Provider) or `Box` (older installs; `%USERPROFILE%\\Box` on Windows has the same shape).
+Box Drive's folder is simulated on a simulated macOS (`BOX_MEMORY_PLATFORM=darwin`) with a fake
+HOME holding `Library/CloudStorage/Box-Box` (File Provider) or `Box` beside Box Drive's data folder
+(older installs); tests/foundation/test_box_drive.py covers Windows and Linux.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BOX_MEMORY_PLATFORM", "darwin")
     monkeypatch.delenv("USERPROFILE", raising=False)
     work = tmp_path / "work"
     work.mkdir()
@@ -39,11 +41,12 @@ def test_init_without_path_offers_the_macos_box_drive_folder_off_a_terminal(cli,
         f"pass --path {box / 'demo'} to keep it in Box"
     ]
     status = cli.json("status", "-w", env["data"]["workspace"])["data"]["workspace"]
-    assert status["box_drive"] == {"inside": False, "root": None}
+    assert status["box_drive"] == {"inside": False, "root": None, "found": True}
 
 
 def test_the_older_home_box_folder_is_found_too(cli, fake_home):
     (fake_home / "Box").mkdir()
+    (fake_home / "Library" / "Application Support" / "Box" / "Box").mkdir(parents=True)
     env = cli.json("init", "demo")
     assert env["data"]["box_drive_root"] == str(fake_home / "Box")
 
@@ -62,7 +65,7 @@ def test_init_inside_box_drive_is_not_offered_elsewhere_and_status_says_inside(c
     assert env["data"]["workspace"] == str((box / "projects" / "demo").resolve())
     assert not [x for x in env["warnings"] if "Box Drive found" in x]
     status = cli.json("status", "-w", env["data"]["workspace"])["data"]["workspace"]
-    assert status["box_drive"] == {"inside": True, "root": str(box)}
+    assert status["box_drive"] == {"inside": True, "root": str(box), "found": True}
     text = cli("status", "-w", env["data"]["workspace"]).stdout
     assert f"Box Drive: inside {box}" in text
 

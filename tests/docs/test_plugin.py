@@ -29,6 +29,11 @@ def _load(rel: str) -> dict:
     return json.loads((ROOT / rel).read_text(encoding="utf-8"))
 
 
+def _servers() -> dict:
+    """The plugin's MCP servers, declared inline in its manifest."""
+    return {"mcpServers": _load(".claude-plugin/plugin.json")["mcpServers"]}
+
+
 def test_manifest_marketplace_and_mcp_entry_agree_with_what_exists() -> None:
     manifest = _load(".claude-plugin/plugin.json")
     market = _load(".claude-plugin/marketplace.json")
@@ -38,8 +43,9 @@ def test_manifest_marketplace_and_mcp_entry_agree_with_what_exists() -> None:
     assert entry.get("version", manifest["version"]) == manifest["version"]
     assert (ROOT / manifest["skills"]).is_dir()
 
-    assert (ROOT / manifest["mcpServers"]).resolve() == ROOT / ".mcp.json"
-    servers = _load(".mcp.json")["mcpServers"]
+    assert isinstance(manifest["mcpServers"], dict)  # inline: no file a project config also reads
+    assert not (ROOT / ".mcp.json").exists()
+    servers = _servers()["mcpServers"]
     server = servers["box-memory"]
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert server["command"] in scripts  # the console script pip/pipx/uv install
@@ -53,10 +59,10 @@ def test_manifest_marketplace_and_mcp_entry_agree_with_what_exists() -> None:
 def test_readme_documents_the_install_and_the_exact_entry() -> None:
     assert SECTION.strip(), "README lacks the 'Use it from Claude Code' section"
     blocks = re.findall(r"```json\n(.*?)```", SECTION, re.S)
-    assert json.loads(blocks[0]) == _load(".mcp.json")
+    assert json.loads(blocks[0]) == _servers()
     desktop = json.loads(blocks[1])["mcpServers"]["box-memory"]
     assert os.path.isabs(desktop["command"]) and desktop["command"].endswith("/box-memory")
-    assert desktop["args"] == _load(".mcp.json")["mcpServers"]["box-memory"]["args"]
+    assert desktop["args"] == _servers()["mcpServers"]["box-memory"]["args"]
     market = _load(".claude-plugin/marketplace.json")
     assert f"claude plugin install box-memory@{market['name']}" in SECTION
     assert "claude plugin marketplace add" in SECTION
@@ -110,6 +116,6 @@ def test_claude_cli_validates_and_installs_the_plugin(tmp_path: Path) -> None:
     res = run("plugin", "list", "--json")
     [plugin] = [p for p in json.loads(res.stdout) if p["id"] == "box-memory@box-memory"]
     assert plugin["enabled"] is True
-    assert plugin["mcpServers"] == _load(".mcp.json")["mcpServers"]
+    assert plugin["mcpServers"] == _servers()["mcpServers"]
     installed = Path(plugin["installPath"])
     assert {p.parent.name for p in installed.glob("skills/*/SKILL.md")} >= {"box-mcp-check", "box-recall"}
