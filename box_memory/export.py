@@ -57,7 +57,16 @@ def iter_memories(
 
     out: list[Exported] = []
     warnings: list[str] = []
-    for idx in load_all(ws):
+    skipped: list[str] = []
+    indexes = load_all(ws, skipped)
+    if skipped:
+        from box_memory.recall_cache import unreadable_warning
+
+        denied = [s for s in skipped if s.endswith("/")]
+        warnings += [f"{s} (not exported)" for s in skipped if not s.endswith("/")]
+        if denied:
+            warnings.append(unreadable_warning(denied) + " (not exported)")
+    for idx in indexes:
         for e in idx.entries:
             if not include_superseded and e.get("status") in HIDDEN_STATUSES:
                 continue
