@@ -4,6 +4,7 @@ naming the link. A link that stays inside the workspace is followed as before.""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ def linked_team(cli, tmp_path: Path) -> tuple[Path, Path]:
     """A workspace whose team `ops` keeps its memories/ in a folder outside the workspace."""
     ws = tmp_path / "ws"
     cli.json("init", "--path", str(ws), "--team", "ops")
-    cli.json("write", "Ops rotates the pager weekly.", "--title", "Pager rota", "--team", "ops", "-w", str(ws))
+    cli.json("write", "Ops rotates the pager.", "--title", "Pager rota", "--team", "ops", "-w", str(ws))
     cli.json("write", "Deploys happen on Tuesdays.", "--title", "Deploy day", "-w", str(ws))
     outside = tmp_path / "elsewhere"
     shutil.move(ws / "teams/ops/memories", outside)
@@ -68,9 +69,8 @@ def test_nothing_is_read_through_a_linked_folder(cli, linked_team: tuple[Path, P
     _named_once(check["warnings"], "teams/ops/memories")
     out = tmp_path / "export.jsonl"
     exported = cli.json("export", "-o", str(out), "-w", str(ws))
-    assert [r["frontmatter"]["title"] for r in map(__import__("json").loads, out.read_text().splitlines())] == [
-        "Deploy day"
-    ]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["frontmatter"]["title"] for r in records] == ["Deploy day"]
     _named_once(exported["warnings"], "teams/ops/memories")
 
 
@@ -80,7 +80,7 @@ def linked_memory(cli, ws: Path, tmp_path: Path) -> tuple[Path, Path]:
     cli.json("write", "Deploys happen on Tuesdays.", "--title", "Deploy day", "-w", str(ws))
     mem = ws / "memories" / "note__deploy-day.md"
     secret = tmp_path / "secret.md"
-    secret.write_text(mem.read_text().replace("Deploys happen on Tuesdays.", "The vault password is hunter2."))
+    secret.write_text(mem.read_text().replace("Deploys happen on Tuesdays.", "The vault code is hunter2."))
     mem.unlink()
     mem.symlink_to(secret)
     return mem, secret
