@@ -359,7 +359,12 @@ def next_steps(data: dict[str, Any]) -> list[str]:
     comp = data.get("companions") or {}
     if check.get("stale_companions") or comp.get("stale") or comp.get("orphaned"):
         out.append("box-memory companion --stale  (then regenerate the stale companions)")
-    if not data["totals"]["entries"]:
+    from box_memory.recall_cache import own_unreadable
+
+    denied = own_unreadable(data.get("unreadable") or [])
+    if denied:
+        out.insert(0, f"give this user read access to {', '.join(denied[:3])} (permission denied)")
+    elif not data["totals"]["entries"]:
         out.append('box-memory write "..." --title "..."  (save the first memory)')
     else:
         out.append('box-memory recall "<query>"')
