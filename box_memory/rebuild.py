@@ -739,13 +739,17 @@ def _maps_stale(s: FolderScan) -> bool:
 
 
 def _rollup_not_regular(ws: Workspace) -> bool:
-    try:
-        ws.store.read_bytes(INDEX_NAME)
-    except (UnreadableFile, OutsideWorkspace) as e:
-        return not isinstance(e, ReadFailed)
-    except BoxMemoryError:
+    """Whether the rollup's place holds something a rewrite must move aside first: a folder,
+    FIFO, device or a link (only a local folder can; one lstat, the rollup itself is not read)."""
+    import stat
+
+    root = ws.store.local_root
+    if root is None:
         return False
-    return False
+    try:
+        return not stat.S_ISREG((root / INDEX_NAME).lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _move_aside(ws: Workspace, folder: str) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from box_memory.store.base import AlreadyExists, Entry, clean_path
 # secrets, socket and threading are imported where the write path needs them: read-only
 # commands (recall, get, status) never load them.
 
+_NOFOLLOW = bool(getattr(os, "O_NOFOLLOW", 0))
 EXCERPT_WAIT_S = 0.5  # a file on this machine is read in well under that (safeio.STUCK_WAITS)
 # link() errors that mean "no hard links on this file system", not "cannot create".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
@@ -206,6 +207,8 @@ class LocalStore:
         """A regular file's bytes through safeio, following a symbolic link only into the workspace."""
         disk = self._p(path)
         try:
+            if not _NOFOLLOW and disk.is_symlink():  # no O_NOFOLLOW (Windows): ask first
+                raise SymlinkRefused(path)
             return read_regular(disk, kind_for(path), path, follow=False, **kw)
         except SymlinkRefused:
             return read_regular(self._linked(path, disk), kind_for(path), path, **kw)
