@@ -214,7 +214,10 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         try:
             teams[ws.folder_team(files_folder)]["files"] += len(binaries(ws, files_folder))
         except OutsideWorkspace as e:
-            problems.append({"folder": files_folder + "/", "problem": "outside_workspace", "detail": str(e)})
+            if not any(p["detail"] == str(e) for p in problems):  # said once, with its index
+                problems.append(
+                    {"folder": files_folder + "/", "problem": "outside_workspace", "detail": str(e)}
+                )
         except Unreadable:
             if files_folder + "/" not in unreadable:
                 unreadable.append(files_folder + "/")

@@ -114,3 +114,10 @@ def test_a_link_inside_the_workspace_is_followed(cli, ws: Path) -> None:
     env = cli.json("recall", "tuesdays", "-w", str(ws))
     assert [h["title"] for h in env["data"]["hits"]] == ["Deploy day"]
     assert not any("symbolic link" in w for w in env["warnings"])
+
+
+def test_a_linked_files_folder_is_named_once(cli, ws: Path, tmp_path: Path) -> None:
+    shutil.move(ws / "files", tmp_path / "files-elsewhere")
+    (ws / "files").symlink_to(tmp_path / "files-elsewhere")
+    for cmd in (("status",), ("recall", "anything")):
+        _named_once(cli.json(*cmd, "-w", str(ws))["warnings"], "files")
