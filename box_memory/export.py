@@ -9,7 +9,11 @@ reproduces the same memories (ids, timestamps, bodies) and chains.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,8 @@ from box_memory.workspace import Workspace
 
 EXPORT_VERSION = 1
 EXPORT_FORMATS = ("jsonl", "markdown-zip")
+# link() errors that mean "no hard links on this file system".
+_NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
 
 
 @dataclass
@@ -52,7 +58,15 @@ def iter_memories(
 
     out: list[Exported] = []
     warnings: list[str] = []
-    indexes = load_all(ws)
+    skipped: list[str] = []
+    indexes = load_all(ws, skipped)
+    if skipped:
+        from box_memory.recall_cache import unreadable_warning
+
+        denied = [s for s in skipped if s.endswith("/")]
+        warnings += [f"{s} (not exported)" for s in skipped if not s.endswith("/")]
+        if denied:
+            warnings.append(unreadable_warning(denied) + " (not exported)")
     with task("Reading memories", sum(len(i.entries) for i in indexes), "memories") as bar:
         for idx, e in ((i, e) for i in indexes for e in i.entries):
             bar.advance()
@@ -131,6 +145,7 @@ class ExportRequest:
     output: Path | None = None  # None: jsonl to `stdout`
     include_superseded: bool = False
     since: str | None = None
+    force: bool = False  # replace an existing regular file at `output`
 
     def check(self, *, to_stdout: bool) -> dt.datetime | None:
         """Refuse a bad combination before anything is opened; returns the `since` cut-off."""
@@ -140,14 +155,105 @@ class ExportRequest:
             raise InvalidInput(
                 "--output FILE is required for markdown-zip and with --json (stdout carries the envelope)"
             )
-        if self.output is not None and self.output.is_dir():
-            raise InvalidInput(f"--output {self.output} is a folder; name a file")
+        if self.output is not None:
+            check_output(self.output, force=self.force)
         return parse_since(self.since)
 
 
+def check_output(output: Path, *, force: bool) -> None:
+    """Refuse an output that would destroy something: a path that exists (unless `force`, and
+    then only a regular file is replaced: never a symlink, device, FIFO or folder), or any path
+    inside a box-memory workspace (an export there could replace a memory or an index)."""
+    try:
+        st: os.stat_result | None = output.lstat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise InvalidInput(f"--output {output} cannot be used ({e.strerror})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InvalidInput(f"--output {output} is a folder; name a file")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        from box_memory.safeio import describe_mode
+
+        raise InvalidInput(
+            f"--output {output} is {describe_mode(st.st_mode)}; export replaces only a regular file"
+        )
+    if st is not None and not force:
+        raise InvalidInput(f"--output {output} already exists; pass --force to replace it")
+    root = workspace_above(output)
+    if root is not None:
+        raise InvalidInput(
+            f"--output {output} is inside the box-memory workspace {root}; write the export outside it"
+        )
+
+
+def workspace_above(output: Path) -> Path | None:
+    """The box-memory workspace (a folder holding _box-memory.json) that the real folder of
+    `output` is in, if any (symbolic links resolved, so a link into a workspace counts)."""
+    from box_memory.model import CONFIG_NAME
+
+    folder = Path(os.path.realpath(output.parent if str(output.parent) else Path.cwd()))
+    for d in (folder, *folder.parents):
+        with contextlib.suppress(OSError):
+            if (d / CONFIG_NAME).exists():
+                return d
+    return None
+
+
+def _write_output(output: Path, fmt: str, items: list[Exported], *, force: bool) -> None:
+    """Write the export next to `output` in a new temporary file, make it durable, then put it in
+    place: linked under the name (fails if anything appeared there meanwhile), or with `force`
+    renamed over the regular file checked just before. Nothing but a complete file is ever seen."""
+    folder = output.parent if str(output.parent) else Path()
+    tmp = folder / f".{output.name}.{os.urandom(6).hex()}.partial"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if fmt == "jsonl":
+                for line in jsonl_lines(items):
+                    fh.write(line)
+            else:
+                write_zip(items, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        check_output(output, force=force)  # again: something may have appeared meanwhile
+        if force and output.exists():
+            tmp.replace(output)
+        else:
+            _link_new(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _link_new(tmp: Path, output: Path) -> None:
+    """Give the finished file its name only if the name is free (no-clobber)."""
+    try:
+        os.link(tmp, output)
+        return
+    except FileExistsError:
+        raise InvalidInput(f"--output {output} already exists; pass --force to replace it") from None
+    except OSError as e:
+        if e.errno not in _NO_LINK:
+            raise
+    # No hard links here (FAT, some network shares): claim the name exclusively, then fill it.
+    try:
+        os.close(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise InvalidInput(f"--output {output} already exists; pass --force to replace it") from None
+    tmp.replace(output)
+
+
 def export_memories(ws: Workspace, req: ExportRequest, stdout: BinaryIO | None = None) -> Result:
-    """The `export` service: write the memories to `req.output` (through a temporary file renamed
-    into place) or, jsonl only, to `stdout`; the result counts them."""
+    """The `export` service: write the memories to `req.output` (a new file, or with `req.force`
+    a regular file replaced; never a path inside a workspace; through a temporary file put in
+    place when complete) or, jsonl only, to `stdout`; the result counts them."""
     cutoff = req.check(to_stdout=stdout is not None)
     output = req.output
     items, warnings = iter_memories(ws, include_superseded=req.include_superseded, since=cutoff)
@@ -157,17 +263,7 @@ def export_memories(ws: Workspace, req: ExportRequest, stdout: BinaryIO | None =
             stdout.write(line)
         stdout.flush()
     else:
-        tmp = output.with_name(f".{output.name}.partial")
-        try:
-            if req.format == "jsonl":
-                with tmp.open("wb") as fh:
-                    for line in jsonl_lines(items):
-                        fh.write(line)
-            else:
-                write_zip(items, tmp)
-            tmp.replace(output)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _write_output(output, req.format, items, force=req.force)
     by_status: dict[str, int] = {}
     for x in items:
         s = str(x.record["frontmatter"].get("status"))

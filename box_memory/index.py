@@ -12,6 +12,7 @@ import orjson
 from box_memory import frontmatter, settings
 from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.model import INDEX_MAPS, LIVE, Memory, index_entry, now_iso, parse_time
+from box_memory.safeio import OutsideWorkspace, ReadFailed, UnreadableFile
 from box_memory.store.base import Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -26,6 +27,8 @@ def dump_index(data: dict[str, Any]) -> bytes:
     entries = data.get("entries") or ()
     opts = orjson.OPT_NON_STR_KEYS if len(entries) > COMPACT_ABOVE else DUMP_OPTS
     return orjson.dumps(data, option=opts)
+
+
 _CRASH_AT = settings.crash_at()
 
 
@@ -208,8 +211,10 @@ def parse_index(raw: bytes, where: str) -> dict[str, Any]:
         bad += [k for k in ("filename", "local_path") if "\x00" in str(ent.get(k) or "")]
         tags = ent.get("tags")
         # A scalar tag is read tolerantly (other tools write one); anything else is malformed.
-        if tags is not None and not isinstance(tags, str) and (
-            not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+        if (
+            tags is not None
+            and not isinstance(tags, str)
+            and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags))
         ):
             bad.append("tags")
         if bad:
@@ -229,6 +234,12 @@ def load_index(ws: Workspace, folder: str) -> FolderIndex:
         raw = ws.store.read_bytes(path)
     except NotFound:
         return FolderIndex(folder, {"version": 1, "folder_path": folder + "/", "entries": []}, existed=False)
+    except (UnreadableFile, OutsideWorkspace) as e:
+        if isinstance(e, ReadFailed) or (isinstance(e, OutsideWorkspace) and e.link != path):
+            raise
+        # A folder, FIFO, device or a link (looping, or out of the workspace) where the index
+        # should be: say what repairs it.
+        raise UnreadableFile(f"{e}; run `box-memory index-rebuild` (it moves it aside)") from None
     return FolderIndex(folder, parse_index(raw, f"{ws.describe()}/{path}"))
 
 
@@ -255,13 +266,17 @@ def _box_ids(ws: Workspace, idx: FolderIndex) -> None:
             d["index_file_id"] = entry.file_id
 
 
-def load_all(ws: Workspace) -> list[FolderIndex]:
-    """Every folder index this user may read (a team folder it may not read is left out)."""
+def load_all(ws: Workspace, skipped: list[str] | None = None) -> list[FolderIndex]:
+    """Every folder index this user may read (a team folder it may not read is left out; with
+    `skipped`, it is named there: its folder path, or the sentence naming a link out of the
+    workspace)."""
     out: list[FolderIndex] = []
     for f in ws.index_folders():
         try:
             out.append(load_index(ws, f))
-        except Unreadable:
+        except Unreadable as e:
+            if skipped is not None:
+                skipped.append(str(e) if isinstance(e, OutsideWorkspace) else f + "/")
             continue
     return out
 
@@ -365,7 +380,10 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
         **build_maps(entries),
         "child_indexes": children,
     }
-    ws.store.write_bytes(INDEX_NAME, dump_index(roll))
+    try:
+        ws.store.write_bytes(INDEX_NAME, dump_index(roll))
+    except UnreadableFile:
+        return {}  # not a regular file in its place: left to lag; index-rebuild moves it aside
     return roll
 
 

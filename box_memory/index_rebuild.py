@@ -67,13 +67,41 @@ def index_rebuild(
         warnings.append(f"supersede conflict on {f['id']}: {f.get('reason') or f}")
     for c in report["stale_companions"]:
         warnings.append(f"{c.get('state', 'stale')} companion {c.get('path')} (binary {c.get('binary')})")
+    for a in report["archived"]:
+        if a.get("kind") == "not_regular":
+            done = (
+                f"moved aside to {a['archived_to']}"
+                if a.get("archived_to")
+                else f"not moved ({a.get('error')})"
+            )
+            warnings.append(f"{a['path']} was not a regular file: {done}; a fresh index was written")
+    for f in report["folders"]:
+        if f["index"] == "not a regular file" and check:
+            warnings.append(f"{f['index_error']}")
+    warnings.extend(f"{msg} (not rebuilt)" for msg in report["outside_workspace"])
     warnings.extend(report["notes"])
     quietly: list[str] = []
-    if report.get("permission_denied"):
-        from box_memory.recall_cache import unreadable_warning
+    denied = report.get("permission_denied") or []
+    if denied:
+        from box_memory.recall_cache import own_unreadable, unreadable_warning
 
-        quietly.append(
-            unreadable_warning(report["permission_denied"]) + " (their index entries left as they were)"
+        said = unreadable_warning(denied) + " (their index entries left as they were)"
+        if own_unreadable(denied):
+            # This user's own memories could not be read: the check is not complete, never "ok".
+            warnings.append(said)
+            report["complete"] = False
+        else:
+            quietly.append(said)
+    if report["outside_workspace"]:
+        report["complete"] = False
+    report.setdefault("complete", True)
+    if check and not report["complete"]:
+        errors.append(
+            {
+                "code": "incomplete_check",
+                "message": "the check could not read everything (see the warnings): "
+                "it cannot say the indexes match the files",
+            }
         )
     exit_code = 6 if errors or (check and report["drift"]) else 0
     return Result(

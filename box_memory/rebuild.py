@@ -39,7 +39,7 @@ from box_memory.index import (
 )
 from box_memory.model import INDEX_MAPS, IndexEntry, index_entry, now_iso
 from box_memory.progress import each
-from box_memory.safeio import ReadFailed
+from box_memory.safeio import OutsideWorkspace, ReadFailed, UnreadableFile
 from box_memory.store.base import AlreadyExists, Entry, join
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
@@ -83,6 +83,8 @@ class FolderScan:
     unread: list[str] = field(default_factory=list)  # files that could not be read (ReadFailed)
     # Not readable by this user (a team boundary): the folder itself, or these files in it.
     unreadable: list[str] = field(default_factory=list)
+    outside: str | None = None  # the folder is behind a symbolic link out of the workspace: why
+    aside: bool = False  # `_index.json` is not a regular file: moved aside before the rewrite
 
     def index_data(self) -> dict[str, Any]:
         """The index to write: the current one's extra keys (folder_id, tier...) + fresh entries."""
@@ -163,6 +165,9 @@ def scan(
     s = FolderScan(folder)
     try:
         listing = ws.store.list_dir(folder)
+    except OutsideWorkspace as e:
+        s.exists, s.outside = False, str(e)  # never read nor written through: nothing to rebuild
+        return s
     except Unreadable:
         return _unreadable(s)
     if not listing and not ws.store.exists(folder):
@@ -172,9 +177,9 @@ def scan(
     s.incomplete = ws.store.listing_incomplete(folder)
     # cloud: fetch the memory files concurrently, not one round trip each
     ws.store.prefetch(join(folder, e.name) for e in listing if not e.is_dir and is_memory_file(e.name))
-    names = {e.name for e in listing if not e.is_dir}
-    # The current index (kept as raw bytes too, so an unparseable one can be archived).
-    if INDEX_NAME in names:
+    # The current index (kept as raw bytes too, so an unparseable one can be archived). A folder
+    # in its place is looked at too: like a FIFO, a device or a link that loops it is moved aside.
+    if any(e.name == INDEX_NAME for e in listing):
         try:
             s.raw_index = ws.store.read_bytes(join(folder, INDEX_NAME))
             s.current = FolderIndex(folder, parse_index(s.raw_index, join(folder, INDEX_NAME)))
@@ -182,6 +187,8 @@ def scan(
             s.index_state = "missing"
         except ReadFailed as e:
             s.unread.append(str(e))
+        except (UnreadableFile, OutsideWorkspace) as e:
+            s.index_state, s.index_error, s.aside = "not a regular file", str(e), True
         except Unreadable:
             return _unreadable(s)
         except InvalidFile as e:
@@ -216,6 +223,9 @@ def scan(
             if (kept := old_by_name.get(ent.name)) is not None:
                 fresh.append(dict(kept))
             continue
+        except OutsideWorkspace as e:
+            # A link out of the workspace is not read: an orphan (kept on disk, reported).
+            parsed = e
         except Unreadable:
             # Neither an orphan nor a deletion: the entry the index had for it stays as it was.
             s.unreadable.append(path)
@@ -628,6 +638,12 @@ def _run(
                     "run index-rebuild again"
                 )
                 continue
+            if s.aside:
+                moved = _move_aside(ws, s.folder)
+                archived.append(moved)
+                if moved["archived_to"] is None:
+                    notes.append(f"{s.folder}/ not rebuilt: {moved['error']}")
+                    continue
             if s.index_state == "unparseable" and s.raw_index:
                 dst = _archive_name(ws, s.folder, "_index.unparseable.json")
                 ws.store.write_bytes(dst, s.raw_index)
@@ -646,11 +662,18 @@ def _run(
         if full:
             for c in root_copies:
                 archived.append(_archive_copy(ws, "", c))
+        if _rollup_not_regular(ws):
+            moved = _move_aside(ws, "")
+            archived.append(moved)
+            if moved["archived_to"] is None:
+                notes.append(f"rollup not refreshed: {moved['error']}")
         try:
             roll = refresh_rollup(ws, updated)
             rollup = {"written": bool(roll), "entries": roll.get("entry_count", 0) if roll else None}
             if not roll:
-                notes.append("rollup not refreshed: a child index outside this rebuild is unparseable")
+                notes.append(
+                    "rollup not refreshed: a child index outside this rebuild is unparseable or unreadable"
+                )
         except InvalidFile as e:
             rollup = {"written": False, "error": str(e)}
             notes.append(f"rollup not refreshed: {e}")
@@ -674,9 +697,13 @@ def _run(
     return {
         "check": check,
         "folders": folders_out,
-        "skipped_folders": [s.folder + "/" for s in scans if not s.exists and not s.unreadable],
+        "skipped_folders": [
+            s.folder + "/" for s in scans if not s.exists and not s.unreadable and not s.outside
+        ],
         # Folders and files this user may not read (a team boundary): skipped, entries kept.
         "permission_denied": [u for s in scans for u in s.unreadable],
+        # Folders behind a symbolic link out of the workspace: never read nor written through.
+        "outside_workspace": [s.outside for s in scans if s.outside],
         "memories": sum(f["memories"] for f in folders_out),
         "companions": sum(f["companions"] for f in folders_out),
         "orphans": orphans,
@@ -709,6 +736,33 @@ def _maps_stale(s: FolderScan) -> bool:
         }:
             return True
     return False
+
+
+def _rollup_not_regular(ws: Workspace) -> bool:
+    """Whether the rollup's place holds something a rewrite must move aside first: a folder,
+    FIFO, device or a link (only a local folder can; one lstat, the rollup itself is not read)."""
+    import stat
+
+    root = ws.store.local_root
+    if root is None:
+        return False
+    try:
+        return not stat.S_ISREG((root / INDEX_NAME).lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _move_aside(ws: Workspace, folder: str) -> dict[str, Any]:
+    """Move a `_index.json` that is not a regular file (a folder, FIFO, device, a link that loops
+    or leads out of the workspace) to the archive, so the rebuilt index can take its place.
+    Nothing of the user's is deleted: it keeps its content (and, a link, its target) there."""
+    path = join(folder, INDEX_NAME) if folder else INDEX_NAME
+    dst = _archive_name(ws, folder, INDEX_NAME)
+    try:
+        ws.store.move(path, dst)
+    except (BoxMemoryError, OSError) as e:
+        return {"path": path, "archived_to": None, "kind": "not_regular", "error": f"{path}: {e}"}
+    return {"path": path, "archived_to": dst, "kind": "not_regular"}
 
 
 def _archive_copy(ws: Workspace, folder: str, c: dict[str, Any]) -> dict[str, Any]:

@@ -847,7 +847,16 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     res = with_cache(ws, lambda cache, warnings: _run(ws, req, text, filters, include, cache, warnings))
     if res.data.get("route") == "filter" and len(res.data["hits"]) < req.limit:
         _metadata_route(ws, filters, include, req.limit, res)
-    res.data["brain"] = brain_hits(ws, text, filters=filters) if req.brain else []
+    import sqlite3  # loaded by the recall cache already
+
+    try:
+        res.data["brain"] = brain_hits(ws, text, filters=filters) if req.brain else []
+    except (OSError, sqlite3.Error) as e:  # BOX_MEMORY_HOME unreadable: memories still answered
+        from box_memory.result import os_message
+
+        res.data["brain"] = []
+        why = os_message(e) if isinstance(e, OSError) else str(e)
+        res.warnings.append(f"Box Brain documents not searched ({why})")
     if res.data["brain"]:
         from box_memory.brain.entry import BOUNDARY
 

@@ -30,7 +30,7 @@ import orjson
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
 from box_memory.model import HIDDEN_STATUSES, entry_path, parse_time
 from box_memory.progress import task
-from box_memory.safeio import ReadFailed, make_private
+from box_memory.safeio import OutsideWorkspace, ReadFailed, make_private
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
@@ -373,12 +373,14 @@ class RecallCache:
         try:
             idx = load_index(ws, folder)
             listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
-        except Unreadable:
-            # A team folder this user may not read: skipped, never taken for an empty folder.
+        except Unreadable as e:
+            # A team folder this user may not read: skipped, never taken for an empty folder. A
+            # link out of the workspace: the same, and the warning names the link.
             self._drop_folder(folder)
+            said: Any = f"{e} (recall skipped this folder)" if isinstance(e, OutsideWorkspace) else None
             db.execute(
                 "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
-                (folder, sigs[0], sigs[1], orjson.dumps([{"unreadable": folder + "/"}]).decode()),
+                (folder, sigs[0], sigs[1], orjson.dumps([said or {"unreadable": folder + "/"}]).decode()),
             )
             return None
         except BoxMemoryError as e:
@@ -634,8 +636,8 @@ class RecallCache:
         except ReadFailed as e:  # held open or not downloaded yet: the folder is read again next time
             self._unread.append((folder, f"{e} (recall uses its index entry only)"))
             return "", ""
-        except InvalidFile as e:  # a FIFO, device or oversized file in place of a memory
-            self.unreadable.append((folder, str(e)))
+        except (InvalidFile, OutsideWorkspace) as e:  # a FIFO, device, oversized file or a link
+            self.unreadable.append((folder, str(e)))  # out of the workspace in place of a memory
             return "", ""
         return split_body(raw)
 
@@ -749,11 +751,22 @@ def collect_garbage(keep: str) -> list[str]:
 UNREADABLE = "permission denied, skipped"
 
 
+def own_unreadable(paths: list[str]) -> list[str]:
+    """Of the items a read could not read, those that are not another team's folder (a team
+    boundary, `teams/<t>/...` a folder): this user's own memories or files, never healthy."""
+    return [p for p in paths if not (p.startswith("teams/") and p.endswith("/"))]
+
+
 def unreadable_warning(paths: list[str]) -> str:
-    """One warning for everything a read had to skip because the user may not read it (a team
-    boundary). Human output shows it only with --verbose; --json always carries it."""
+    """One warning for everything a read had to skip because the user may not read it. When every
+    item is a team's folder (a team boundary) human output shows it only with --verbose;
+    otherwise always (it names the user's own memories). --json always carries it."""
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    return f"{UNREADABLE} {len(paths)} unreadable item(s): {shown}"
+    if not own_unreadable(paths):
+        return f"{UNREADABLE} {len(paths)} unreadable item(s): {shown}"
+    # Not (only) another team's folder: the user's own memories or files cannot be read. That is
+    # said in plain output too (it does not start with UNREADABLE).
+    return f"permission denied: {len(paths)} item(s) could not be read and were skipped: {shown}"
 
 
 def _is_corrupt(e: sqlite3.Error) -> bool:

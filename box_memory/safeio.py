@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from box_memory import settings
-from box_memory.errors import InvalidFile
+from box_memory.errors import InvalidFile, Unreadable
 from box_memory.model import CONFIG_NAME, LOCK_NAME
 
 KIB = 1024
@@ -66,6 +66,24 @@ class ReadTimedOut(ReadFailed):
 
     code = "read_timeout"
     exit_code = 4  # the backend (Box Drive) did not deliver: cli.md's "backend unavailable"
+
+
+class SymlinkRefused(UnreadableFile):
+    """`follow=False` met a symbolic link (the caller may check where it leads and read that)."""
+
+    code = "symlink_refused"
+
+
+class OutsideWorkspace(Unreadable):
+    """A path that is, or lies under, a symbolic link leading outside the workspace: never read
+    or written through. Like a folder this user may not read it is skipped and reported, never
+    taken for a missing or deleted file; the message names the link and where it leads."""
+
+    code = "outside_workspace"
+
+    def __init__(self, message: str, *, link: str | None = None) -> None:
+        super().__init__(message)
+        self.link = link  # the workspace path of the link that leads out, when known
 
 
 # Errors worth retrying: the file is there but someone else has it, or it is not local yet.
@@ -170,7 +188,12 @@ def open_regular(path: str | Path, label: str | None = None, *, follow: bool = T
         raise UnreadableFile(f"{where} is a folder; box-memory reads only regular files") from None
     except OSError as e:
         if not follow and e.errno == errno.ELOOP:
-            raise UnreadableFile(f"{where} is a symbolic link; box-memory does not follow it here") from None
+            raise SymlinkRefused(f"{where} is a symbolic link; box-memory does not follow it here") from None
+        if e.errno == errno.ELOOP:  # a link to itself, or a chain too long to ever reach a file
+            raise UnreadableFile(
+                f"{where} is a symbolic link that never reaches a file (a loop); "
+                "box-memory reads only regular files"
+            ) from None
         raise
     try:
         st = os.fstat(fd)

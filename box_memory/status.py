@@ -16,7 +16,7 @@ from box_memory.index import LIVE, FolderIndex, drift, load_index, parse_index
 from box_memory.model import parse_time
 from box_memory.params import Param
 from box_memory.result import Result
-from box_memory.safeio import ReadFailed
+from box_memory.safeio import OutsideWorkspace, ReadFailed, UnreadableFile
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace, load_config
 
@@ -45,12 +45,21 @@ def read_indexes(
     for folder in ws.index_folders():
         try:
             idx = load_index(ws, folder)
+        except OutsideWorkspace as e:  # never read through: a problem, named by its link
+            problems.append({"folder": folder + "/", "problem": "outside_workspace", "detail": str(e)})
+            continue
         except Unreadable:
             if unreadable is not None:
                 unreadable.append(folder + "/")
             continue
         except InvalidFile as e:
-            kind = "unreadable" if isinstance(e, ReadFailed) else "unparseable"  # busy: a warning only
+            kind = (
+                "unreadable"  # busy: a warning only
+                if isinstance(e, ReadFailed)
+                else "not a regular file"
+                if isinstance(e, UnreadableFile)
+                else "unparseable"
+            )
             problems.append({"folder": folder + "/", "problem": kind, "detail": str(e)})
             continue
         if not idx.existed:
@@ -84,7 +93,14 @@ def _rollup_state(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     except NotFound:
         return {"state": "missing"}
     except InvalidFile as e:
-        return {"state": "unreadable" if isinstance(e, ReadFailed) else "unparseable", "detail": str(e)}
+        state = (
+            "unreadable"
+            if isinstance(e, ReadFailed)
+            else "not a regular file"
+            if isinstance(e, UnreadableFile)
+            else "unparseable"
+        )
+        return {"state": state, "detail": str(e)}
     t = parse_time(roll.get("updated_at"))
     times = [x for x in (parse_time(i.updated_at) for i in indexes) if x is not None]
     newest = max(times, default=None)
@@ -126,7 +142,11 @@ def status(
         from box_memory.recall_cache import cache_info
 
         data["recall_cache"] = cache_info(ws)
-    return Result(data, warnings=[*notes, *_warnings(data)], quiet_warnings=quiet_warnings(data))
+    from box_memory.recall_cache import UNREADABLE
+
+    quiet = [w for w in quiet_warnings(data) if w.startswith(UNREADABLE)]
+    loud = [w for w in quiet_warnings(data) if not w.startswith(UNREADABLE)]
+    return Result(data, warnings=[*notes, *_warnings(data), *loud], quiet_warnings=quiet)
 
 
 def quiet_warnings(d: dict[str, Any]) -> list[str]:
@@ -139,7 +159,12 @@ def quiet_warnings(d: dict[str, Any]) -> list[str]:
 def _warnings(d: dict[str, Any]) -> list[str]:
     h = d["index_health"]
     out = [f"{f['folder']}: {'; '.join(f['drift'])}" for f in h["folders"] if f["drift"]]
-    out += [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in h["problems"]]
+    out += [
+        p["detail"]
+        if p["problem"] in ("outside_workspace", "not a regular file")
+        else f"{p['folder']}_index.json is {p['problem']}: {p['detail']}"
+        for p in h["problems"]
+    ]
     out += [
         f"sync conflict copy {c} from another machine (index-rebuild merges it; nothing is deleted)"
         for c in h["conflict_copies"]
@@ -170,6 +195,8 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
     if check_indexes:  # asked to compare indexes with their files: every folder listed anew
         ws.store.drop_listings(fresh=True)
 
+    from box_memory.recall_cache import own_unreadable
+
     unreadable: list[str] = []
     indexes, problems = read_indexes(ws, unreadable)
     entries = [(idx, e) for idx in indexes for e in idx.entries]
@@ -190,6 +217,11 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         teams.setdefault(ws.folder_team(files_folder), {"memories": 0, "companions": 0, "files": 0})
         try:
             teams[ws.folder_team(files_folder)]["files"] += len(binaries(ws, files_folder))
+        except OutsideWorkspace as e:
+            if not any(p["detail"] == str(e) for p in problems):  # said once, with its index
+                problems.append(
+                    {"folder": files_folder + "/", "problem": "outside_workspace", "detail": str(e)}
+                )
         except Unreadable:
             if files_folder + "/" not in unreadable:
                 unreadable.append(files_folder + "/")
@@ -262,7 +294,10 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "memory_conflict_copies": memory_copies,
             "lock": ws.store.lock_state(),
             # A lagging rollup is allowed (refreshed lazily; readers fall back to the folders).
-            "ok": not (drifted or problems or conflict_copies) and rollup["state"] in ("ok", "lagging"),
+            # Never while this user's own memories or files cannot be read (only another team's
+            # folder may be: a team boundary).
+            "ok": not (drifted or problems or conflict_copies or own_unreadable(unreadable))
+            and rollup["state"] in ("ok", "lagging"),
         },
         "recent": [
             {k: e.get(k) for k in ("id", "title", "kind", "status", "team", "updated_at", "local_path")}
@@ -331,7 +366,12 @@ def next_steps(data: dict[str, Any]) -> list[str]:
     comp = data.get("companions") or {}
     if check.get("stale_companions") or comp.get("stale") or comp.get("orphaned"):
         out.append("box-memory companion --stale  (then regenerate the stale companions)")
-    if not data["totals"]["entries"]:
+    from box_memory.recall_cache import own_unreadable
+
+    denied = own_unreadable(data.get("unreadable") or [])
+    if denied:
+        out.insert(0, f"give this user read access to {', '.join(denied[:3])} (permission denied)")
+    elif not data["totals"]["entries"]:
         out.append('box-memory write "..." --title "..."  (save the first memory)')
     else:
         out.append('box-memory recall "<query>"')

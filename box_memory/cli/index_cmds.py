@@ -54,7 +54,11 @@ def _lines(r: dict[str, Any]) -> list[str]:
     if r["check"]:
         d = r["diff"]
         head = (
-            "[yellow]Drift found[/yellow]" if r["drift"] else "[green]Indexes match the files[/green]"
+            "[yellow]Drift found[/yellow]"
+            if r["drift"]
+            else "[green]Indexes match the files[/green]"
+            if r.get("complete", True)
+            else "[yellow]Not fully checked[/yellow]"
         ) + f" ({len(folders)} folder(s), {r['memories']} memories, {r['companions']} companions)"
         lines = [head]
         for key in ("added", "removed", "changed"):

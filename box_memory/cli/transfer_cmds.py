@@ -84,6 +84,9 @@ def export_cmd(
     since: Annotated[
         str | None, typer.Option("--since", help="Only memories updated on or after this date.")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --output if it is an existing regular file.")
+    ] = False,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -96,7 +99,7 @@ def export_cmd(
         from box_memory.export import ExportRequest, export_memories
         from box_memory.workspace import open_workspace
 
-        req = ExportRequest(format_, output, include_superseded, since)
+        req = ExportRequest(format_, output, include_superseded, since, force)
         stdout = None if o.json else sys.stdout.buffer
         req.check(to_stdout=stdout is not None)  # before the workspace is looked for
         result = export_memories(open_workspace(o.workspace), req, stdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,8 +27,12 @@ from box_memory.model import LOCK_NAME, TMP_PREFIX, parse_time
 from box_memory.names import check_path, fold, nfc, resolve_nfc
 from box_memory.safeio import (
     RETRY_DELAYS_S,
+    OutsideWorkspace,
     ReadFailed,
     ReadTimedOut,
+    SymlinkRefused,
+    UnreadableFile,
+    describe_mode,
     guarded,
     injected_failure,
     injected_hang,
@@ -41,6 +46,7 @@ from box_memory.store.base import AlreadyExists, Entry, clean_path
 # secrets, socket and threading are imported where the write path needs them: read-only
 # commands (recall, get, status) never load them.
 
+_NOFOLLOW = bool(getattr(os, "O_NOFOLLOW", 0))
 EXCERPT_WAIT_S = 0.5  # a file on this machine is read in well under that (safeio.STUCK_WAITS)
 # link() errors that mean "no hard links on this file system", not "cannot create".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
@@ -81,6 +87,30 @@ def _claim_then_replace(tmp: Path, target: Path, path: str) -> None:
         raise
 
 
+def _replaceable(target: Path, path: str) -> None:
+    """A replace never destroys what is not a regular file box-memory wrote: a folder, FIFO,
+    device or socket in place of `path`, or a link that leads to none (a loop), is refused with
+    UnreadableFile (`index-rebuild` moves such a thing aside before it writes)."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            mode = target.stat().st_mode
+        except OSError:
+            raise UnreadableFile(
+                f"{path} is a symbolic link that never reaches a file; box-memory replaces only "
+                "regular files (`box-memory index-rebuild` moves it aside)"
+            ) from None
+    if not stat.S_ISREG(mode):
+        raise UnreadableFile(
+            f"{path} is {describe_mode(mode)}; box-memory replaces only regular files "
+            "(`box-memory index-rebuild` moves it aside)"
+        )
+
+
 def lock_settings() -> tuple[float, float, float]:
     """(stale_after, wait, renew_every) seconds; env overrides exist so tests can be quick."""
     return settings.lock_timing()
@@ -98,6 +128,10 @@ class LocalStore:
         self._listed: dict[Path, tuple[int, list[str]]] = {}
         # Per folder: name keys (fold or nfc) over a cached listing, extended as the listing grows.
         self._keyed: dict[tuple[Path, str], tuple[list[str], int, dict[str, list[str]]]] = {}
+        # Per workspace-relative folder: "" when its real path is inside the workspace, else why
+        # not (the symbolic link that leads out). Forgotten by drop_listings().
+        self._inside: dict[str, str] = {}
+        self._real_root: str | None = None
 
     def describe(self) -> str:
         return str(self.root)
@@ -107,13 +141,83 @@ class LocalStore:
         return self.root
 
     def _p(self, path: str) -> Path:
-        """The on-disk path: an NFC name from an index or the user finds an NFD name on disk."""
-        return resolve_nfc(self.root, clean_path(path))
+        """The on-disk path: an NFC name from an index or the user finds an NFD name on disk.
+        Its folder must be inside the workspace (OutsideWorkspace when a symbolic link leads out)."""
+        rel = clean_path(path)
+        self._contain(rel.rpartition("/")[0])
+        return resolve_nfc(self.root, rel)
+
+    # ---- Symbolic links: nothing outside the workspace is read or written -----------------
+    # A workspace is a shared folder: a `memories/` linked to another folder, or a memory file
+    # linked to ~/.ssh/id_rsa, must not make box-memory write there or read that. Every path is
+    # used only if its folder's real path is inside the workspace's real path (checked once per
+    # folder), and every file is opened with O_NOFOLLOW: a link is followed only when it leads to
+    # a place inside the workspace. The same rule as `companion`'s (companions.real_inside).
+
+    def _root_real(self) -> str:
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    def _within(self, real: str) -> bool:
+        root = self._root_real()
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def _contain(self, folder: str) -> None:
+        """Raise OutsideWorkspace when workspace folder `folder` ("" the root) is, or is under, a
+        symbolic link that leads outside the workspace."""
+        if not folder:
+            return
+        why = self._inside.get(folder)
+        if why is None:
+            why = self._outside_reason(folder)
+            self._inside[folder] = why
+        if why:
+            raise OutsideWorkspace(why, link=why.split(" is a symbolic link to ", 1)[0])
+
+    def _outside_reason(self, rel: str) -> str:
+        """ "" when `rel`'s real path is inside the workspace, else a sentence naming the link."""
+        disk = resolve_nfc(self.root, rel)
+        if self._within(os.path.realpath(disk)):
+            return ""
+        cur = self.root
+        for part in disk.relative_to(self.root).parts:
+            cur = cur / part
+            if cur.is_symlink():
+                real = os.path.realpath(cur)
+                if not self._within(real):
+                    return self._outside_message(cur, real)
+        return f"{rel} resolves outside the workspace; box-memory does not follow it"
+
+    def _outside_message(self, link: Path, real: str) -> str:
+        rel = link.relative_to(self.root).as_posix()
+        return (
+            f"{rel} is a symbolic link to {real}, outside the workspace; "
+            "box-memory does not read or write through it"
+        )
+
+    def _linked(self, path: str, disk: Path) -> Path:
+        """Where the symbolic link `disk` leads, if that is inside the workspace."""
+        real = os.path.realpath(disk)
+        if not self._within(real):
+            raise OutsideWorkspace(self._outside_message(disk, real), link=clean_path(path))
+        return Path(real)
+
+    def _read(self, path: str, **kw: Any) -> bytes:
+        """A regular file's bytes through safeio, following a symbolic link only into the workspace."""
+        disk = self._p(path)
+        try:
+            if not _NOFOLLOW and disk.is_symlink():  # no O_NOFOLLOW (Windows): ask first
+                raise SymlinkRefused(path)
+            return read_regular(disk, kind_for(path), path, follow=False, **kw)
+        except SymlinkRefused:
+            return read_regular(self._linked(path, disk), kind_for(path), path, **kw)
 
     def _new(self, path: str) -> Path:
         """A path box-memory is about to create: it must be a name Box Drive syncs (names.py)."""
         rel = clean_path(path)
         check_path(rel)
+        self._contain(rel.rpartition("/")[0])
         head, _, last = rel.rpartition("/")
         parent = self.root / head if head else self.root
         target = parent / last
@@ -170,7 +274,7 @@ class LocalStore:
     def read_bytes(self, path: str) -> bytes:
         """A regular file's bytes, bounded by the cap for its kind (safeio: no FIFO, no device)."""
         try:
-            return read_regular(self._p(path), kind_for(path), path)
+            return self._read(path)
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound(f"{path} not found in the workspace") from None
         except ReadTimedOut:
@@ -187,10 +291,9 @@ class LocalStore:
         finish within EXCERPT_WAIT_S (the older Box Drive shows no placeholder flags) is given
         up: None, like any failure."""
         try:
-            where = self._p(path)
-            if not_downloaded(where):
+            if not_downloaded(self._p(path)):
                 return None
-            return read_regular(where, kind_for(path), path, wait=EXCERPT_WAIT_S)
+            return self._read(path, wait=EXCERPT_WAIT_S)
         except (BoxMemoryError, OSError):
             return None
 
@@ -266,6 +369,7 @@ class LocalStore:
         is raised (the caller's `with lock()` releases the lock on the way out).
         """
         target = self._new(path)
+        _replaceable(target, path)
         tmp = self._write_temp(target, data)
         try:
             for delay in (*RETRY_DELAYS_S, None):
@@ -337,6 +441,12 @@ class LocalStore:
             return None
         except PermissionError:
             return "denied"  # a team boundary: re-checked on every call, read once it opens
+        except OSError:  # a link that loops: the link's own signature (it changes when replaced)
+            try:
+                st = os.lstat(os.path.join(root, path))  # noqa: PTH118
+            except OSError:
+                return None
+            return f"link:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
         return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
     def stat(self, path: str) -> Entry | None:
@@ -347,10 +457,13 @@ class LocalStore:
             return None
         except PermissionError:
             raise Unreadable(f"{path} is not readable (permission denied)") from None
+        except OSError:  # a link that loops: what it is, a link
+            st = p.lstat()
         return Entry(p.name, p.is_dir(), st.st_size, st.st_mtime)
 
     def list_dir(self, path: str) -> list[Entry]:
         out: list[Entry] = []
+        self._contain(clean_path(path))
         try:
             with os.scandir(self._p(path)) as it:
                 for de in it:
@@ -360,8 +473,10 @@ class LocalStore:
                         st = de.stat()
                     except FileNotFoundError:
                         continue
+                    except OSError:  # a link to itself (ELOOP): listed as what it is, a link
+                        st = de.stat(follow_symlinks=False)
                     name = de.name if de.name.isascii() else nfc(de.name)
-                    out.append(Entry(name, de.is_dir(), st.st_size, st.st_mtime))
+                    out.append(Entry(name, stat.S_ISDIR(st.st_mode), st.st_size, st.st_mtime))
         except FileNotFoundError:
             return []
         except PermissionError:
@@ -370,6 +485,7 @@ class LocalStore:
 
     def list_names(self, path: str) -> list[str]:
         """Names only: no per-file stat, so a 10k-file folder lists in a few milliseconds."""
+        self._contain(clean_path(path))
         try:
             names = self._listing(self._p(path), reuse=False)  # plain names: it is the hot path
             return [n if n.isascii() else nfc(n) for n in names if not n.startswith(TMP_PREFIX)]
@@ -382,7 +498,9 @@ class LocalStore:
         return None  # a local listing is the folder itself
 
     def drop_listings(self, *, fresh: bool = False) -> None:
-        """Nothing to drop: the one cached listing is revalidated by the folder's mtime."""
+        """The cached listings are revalidated by the folder's mtime; where folders lead is
+        looked at again."""
+        self._inside.clear()
 
     def folder_id(self, path: str) -> str | None:
         return None  # local items have no Box ids
@@ -434,6 +552,8 @@ class LocalStore:
         limit = time.time() - older_than
         removed = 0
         for folder in folders:
+            if not self._within(os.path.realpath(folder)):
+                continue  # a link out of the workspace: its files are not ours to remove
             try:
                 with os.scandir(folder) as it:
                     stale = [
