@@ -55,8 +55,8 @@ def test_an_os_error_in_a_tool_is_os_error_not_internal_error(ws: Path) -> None:
     """Whatever the system refuses in a tool call reads as the CLI's `cannot use PATH: reason`,
     not `internal_error` with the exception's class and errno."""
     (ws / "files").mkdir(exist_ok=True)
-    (ws / "files" / "loop.pdf").symlink_to("loop.pdf")  # a link to itself: ELOOP on every stat
-    err = tool(ws, {"file": "files/loop.pdf"})
+    (ws / "files" / "a.pdf").write_bytes(b"%PDF-1.4")
+    err = tool(ws, {"file": "files/a.pdf/x.pdf"})  # a file where a folder should be: ENOTDIR
     assert err["code"] == "os_error", err
-    assert err["message"].startswith("cannot use ") and "symbolic links" in err["message"]
+    assert err["message"].startswith("cannot use ") and "not a directory" in err["message"]
     assert "Errno" not in err["message"] and "OSError" not in err["message"]

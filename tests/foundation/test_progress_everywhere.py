@@ -50,13 +50,13 @@ def test_a_command_without_bars_of_its_own_still_shows_it_is_working(filled: Pat
 def test_nothing_under_json_quiet_or_a_pipe(filled: Path, tmp_path: Path) -> None:
     out = str(tmp_path / "out.jsonl")
     for extra in (["--json"], ["--quiet"]):
-        for args in (["export", "-o", out], ["status"]):
+        for args in (["export", "-o", out, "--force"], ["status"]):
             code, shown = terminal.run([*args, "-w", str(filled), *extra], env=NOW)
             assert code == 0, shown
             assert "Reading memories" not in shown and "━" not in shown, (args, extra, shown)
     import os
 
-    for args in (["export", "-o", out], ["status"], ["index-rebuild"]):
+    for args in (["export", "-o", out, "--force"], ["status"], ["index-rebuild"]):
         res = subprocess.run(
             [sys.executable, "-m", "box_memory", *args, "-w", str(filled)],
             env={**os.environ, **NOW},
