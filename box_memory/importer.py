@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,29 @@ def _read_text(path: Path) -> tuple[bytes, str]:
         raise InvalidInput("not UTF-8 text") from None
 
 
+def _outside(path: Path, root: Path) -> str | None:
+    """Where `path` really leads when that is outside `root` (a symbolic link out of the source
+    tree, to a file or through a linked folder), else None. A link that stays inside is fine."""
+    real = Path(os.path.realpath(path))
+    top = Path(os.path.realpath(root))
+    if real == top or top in real.parents:
+        return None
+    return str(real)
+
+
+def _abs(path: Path) -> Path:
+    """`path` made absolute with `..` folded, links left alone."""
+    return Path(os.path.normpath(path.absolute()))
+
+
+def _read_inside(path: Path, root: Path) -> tuple[bytes, str]:
+    """`_read_text` of a file found under `root`, never through a link that leaves it."""
+    target = _outside(path, root)
+    if target is not None:
+        raise InvalidInput(f"a symbolic link out of the source (to {target}); not followed")
+    return _read_text(path)
+
+
 def _walk(root: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES) -> Iterator[Path]:
     """Text files under root in a stable order, skipping hidden/tool folders and symlinked dirs."""
     for dirpath, dirnames, filenames in os.walk(root):
@@ -186,7 +210,7 @@ def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
     for path in _walk(root):
         ref = str(path)
         try:
-            raw, text = _read_text(path)
+            raw, text = _read_inside(path, root)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
             continue
@@ -205,7 +229,7 @@ def read_basic_memory(root: Path) -> Iterator[SourceItem]:
     for path in _walk(root, (".md",)):
         ref = str(path)
         try:
-            raw, text = _read_text(path)
+            raw, text = _read_inside(path, root)
             meta, body = _split_frontmatter(text, ref)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
@@ -242,11 +266,20 @@ def _claude_files(root: Path) -> tuple[list[Path], list[Path]]:
     for path in _walk_all(root):
         if path.name in _CLAUDE_NAMES or _is_rule(path):
             instructions.append(path)
-        elif (path.parent.name == "memory" and path.parent.parent.parent.name == "projects") or (
-            path.parent == root and _is_memory_dir(root)
-        ):
-            auto.append(path)  # <claude dir>/projects/<project>/memory/*.md, or that folder itself
+        elif _auto_memory_dir(path, root) is not None:
+            auto.append(path)
     return instructions, auto
+
+
+def _auto_memory_dir(path: Path, root: Path) -> Path | None:
+    """The auto-memory folder holding `path` (`<claude dir>/projects/<project>/memory/`, at any
+    depth below it, or the source itself when it is such a folder), else None."""
+    for parent in path.parents:
+        if parent.name == "memory" and parent.parent.parent.name == "projects":
+            return parent
+        if parent == root:
+            return root if _is_memory_dir(root) else None
+    return None
 
 
 def _is_rule(path: Path) -> bool:
@@ -266,6 +299,13 @@ def _is_memory_dir(root: Path) -> bool:
 # Folders under a Claude directory that hold no memory: installed plugins (other projects' own
 # CLAUDE.md files), todo lists, shell snapshots, telemetry.
 _CLAUDE_SKIP = {"plugins", "todos", "shell-snapshots", "statsig", "ide", "debug", "file-history"}
+# `@path` imports in a CLAUDE.md (Claude Code's memory docs: relative to the importing file, `~`
+# for the home folder, up to 5 hops deep, never inside code spans or fenced blocks).
+_CLAUDE_IMPORT_RE = re.compile(r"(?:^|(?<=\s))@((?:~|\.{1,2})?/?[^\s`@]+)")
+_FENCE_RE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
+_CODE_SPAN_RE = re.compile(r"`[^`\n]*`")
+MAX_IMPORT_HOPS = 5
+MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
 def _walk_all(root: Path) -> Iterator[Path]:
@@ -297,25 +337,118 @@ def _project_label(path: Path, root: Path) -> str:
     return parent.name or root.name or "project"
 
 
-def read_claude_code(root: Path) -> Iterator[SourceItem]:
-    instructions, auto = _claude_files(root)
-    for path in instructions:
+def claude_import_targets(text: str, base: Path) -> list[Path]:
+    """The files a CLAUDE.md names with `@path` (outside code), in order, as absolute paths."""
+    plain = _CODE_SPAN_RE.sub("", _FENCE_RE.sub("", text))
+    out: list[Path] = []
+    for m in _CLAUDE_IMPORT_RE.finditer(plain):
+        ref = m.group(1).rstrip(".,;:!?)]}'\"")
+        if not ref or ref in (".", ".."):
+            continue
+        target = Path(ref).expanduser() if ref.startswith("~") else base / ref
+        target = _abs(target)
+        if target not in out:
+            out.append(target)
+    return out
+
+
+def regular_markdown(path: Path) -> str | None:
+    """None when `path` is a regular markdown file that is not a symbolic link, else why not.
+    The rule for files a source names outside its own tree."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return _reason(e)
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link outside the source; not followed"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file; not read"
+    if not path.name.lower().endswith(MARKDOWN_SUFFIXES):
+        return "not a markdown file; not read"
+    return None
+
+
+@dataclass
+class ClaudeReader:
+    """Reads a Claude Code source: the files under `root`, plus the files Claude Code itself loads
+    from outside it (the parent folders' CLAUDE.md files and `@path` imports), each of those only
+    when it is a regular markdown file. `outside` lists every file read from outside the tree."""
+
+    root: Path
+    outside: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    _done: set[Path] = field(default_factory=set)
+
+    def within(self, path: Path) -> bool:
+        """Is `path` under the source folder by name (where it leads is `_read_inside`'s check)?"""
+        top = _abs(self.root)
+        return _abs(path) == top or top in _abs(path).parents
+
+    def read(self, path: Path) -> tuple[bytes, str]:
+        if self.within(path):
+            return _read_inside(path, self.root)
+        why = regular_markdown(path)
+        if why is not None:
+            raise InvalidInput(why)
+        raw, text = _read_text(path)
+        self.outside.append(str(path))
+        return raw, text
+
+    def items(self, paths: list[Path], auto: list[Path], *, parents: bool) -> Iterator[SourceItem]:
+        if parents:
+            for path in self.parent_files():
+                yield from self.instruction(path, label=path.parent.name or "root", hops=0)
+        for path in paths:
+            yield from self.instruction(path, label=_project_label(path, self.root), hops=0)
+        for path in auto:
+            yield from self.auto_memory(path)
+
+    def parent_files(self) -> list[Path]:
+        """CLAUDE.md / CLAUDE.local.md in each folder above the source (outermost first), as
+        Claude Code loads them from the working folder up to, not including, `/`."""
+        top = _abs(self.root)
+        if top.name == ".claude" or _is_memory_dir(top):
+            return []
+        found: list[Path] = []
+        for folder in top.parents:
+            if folder.parent == folder:
+                break  # the file system's root itself is not read
+            for name in _CLAUDE_NAMES:
+                if os.path.lexists(folder / name):
+                    found.append(folder / name)
+        return list(reversed(found))
+
+    def instruction(
+        self, path: Path, *, label: str, hops: int, by: str | None = None
+    ) -> Iterator[SourceItem]:
+        key = _abs(path)
+        if key in self._done:
+            return
+        self._done.add(key)
         ref = str(path)
         try:
-            raw, text = _read_text(path)
+            _, text = self.read(path)
+            meta, body = _split_frontmatter(text, ref) if _is_rule(path) else ({}, text)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
-            continue
-        label = _project_label(path, root)
+            return
         when = _mtime_iso(path)
-        sections = split_sections(text)
+        sections = split_sections(body)
         if not sections:
             yield SourceItem(ref, error="file has no text")
-            continue
-        for heading, section in sections:
+        if by is not None:
+            name = f"import {path.name}"
+        else:
             name = path.name if path.name in _CLAUDE_NAMES else f"rule {path.stem}"
+        scope: dict[str, Any] = {}
+        if meta.get("paths") is not None:  # a conditional rule: loaded only for these files
+            paths = meta["paths"]
+            scope["paths"] = [str(x) for x in paths] if isinstance(paths, list) else [str(paths)]
+        for heading, section in sections:
             title = clean_title(f"{label} {name} - {heading}" if heading else f"{label} {name}")
             data = section.encode("utf-8")
+            if scope:
+                data += b"\n" + orjson.dumps(scope, option=orjson.OPT_SORT_KEYS)
             yield SourceItem(
                 ref + (f"#{heading}" if heading else ""),
                 title=title,
@@ -325,22 +458,39 @@ def read_claude_code(root: Path) -> Iterator[SourceItem]:
                 created_at=when,
                 updated_at=when,
                 digest=digest_of(data),
-                extra_source={"path": ref, **({"section": heading} if heading else {})},
+                extra_source={
+                    "path": ref,
+                    **({"section": heading} if heading else {}),
+                    **scope,
+                    **({"imported_by": by} if by else {}),
+                },
             )
-    for path in auto:
+        if hops >= MAX_IMPORT_HOPS:
+            return
+        for target in claude_import_targets(body, path.parent):
+            if not os.path.lexists(target):
+                continue  # Claude Code skips a name that is no file too (an @mention, say)
+            if not target.name.lower().endswith(MARKDOWN_SUFFIXES):
+                self.skipped.append({"ref": str(target), "reason": f"@import in {ref}: not a markdown file"})
+                continue
+            yield from self.instruction(target, label=label, hops=hops + 1, by=ref)
+
+    def auto_memory(self, path: Path) -> Iterator[SourceItem]:
         ref = str(path)
         try:
-            raw, text = _read_text(path)
+            raw, text = _read_inside(path, self.root)
             meta, body = _split_frontmatter(text, ref)
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
-            continue
+            return
         mtype = str(meta.get("type") or "").strip().lower()
-        project = path.parent.parent.name if path.parent.name == "memory" else path.parent.name
+        folder = _auto_memory_dir(path, self.root) or path.parent
+        project = folder.parent.name if folder.name == "memory" else folder.name
         project = project.strip("-") or "claude"  # Claude Code names it after the path, '/' -> '-'
+        sub = path.parent.relative_to(folder).as_posix() if path.parent != folder else ""
 
         kind: str | None = "reference"
-        if path.name == "MEMORY.md":
+        if path.name == "MEMORY.md" and not sub:
             title = f"{project} memory index"
         else:
             name = str(meta.get("name") or "")
@@ -361,8 +511,13 @@ def read_claude_code(root: Path) -> Iterator[SourceItem]:
             created_at=when,
             updated_at=when,
             digest=digest_of(raw),
-            extra_source={"project": project},
+            extra_source={"project": project, **({"folder": sub} if sub else {})},
         )
+
+
+def read_claude_code(root: Path) -> Iterator[SourceItem]:
+    instructions, auto = _claude_files(root)
+    yield from ClaudeReader(root).items(instructions, auto, parents=True)
 
 
 def split_sections(text: str) -> list[tuple[str, str]]:
@@ -608,6 +763,7 @@ class ImportReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)  # files read from outside the source tree
 
     def as_dict(self) -> dict[str, Any]:
         rows = self.would_write if self.dry_run else self.written
@@ -621,6 +777,7 @@ class ImportReport:
             "dry_run": self.dry_run,
             "items": self.items,
             "imported": 0 if self.dry_run else len(self.written),
+            "updated": sum(1 for r in rows if r.get("supersedes")),
             "would_import": len(self.would_write) if self.dry_run else None,
             "already_imported": len(self.skipped),
             "failed": len(self.errors),
@@ -629,18 +786,44 @@ class ImportReport:
             "memories": rows,
             "skipped": self.skipped,
             "errors": self.errors,
+            "read_outside_source": self.outside,
         }
 
 
-def existing_keys(ws: Workspace, folders: list[str]) -> tuple[set[str], set[str]]:
-    """(ids in the workspace, source digests of memories in `folders`) for idempotency."""
+@dataclass
+class Known:
+    """What the workspace already holds of earlier imports."""
+
+    ids: set[str] = field(default_factory=set)  # every memory id in the workspace
+    digests: set[str] = field(default_factory=set)  # source digests in the target folders
+    # (source type, ref) -> (id of the memory that last imported it, that import's digest)
+    by_ref: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> index entry
+
+    def current(self, mem_id: str) -> dict[str, Any] | None:
+        """The live end of the supersede chain through `mem_id` (a later edit made in the
+        workspace included), or None when the chain ends archived or held."""
+        seen: set[str] = set()
+        entry = self.entries.get(mem_id)
+        while entry is not None and entry.get("superseded_by") and mem_id not in seen:
+            seen.add(mem_id)
+            mem_id = str(entry["superseded_by"])
+            entry = self.entries.get(mem_id)
+        if entry is None or entry.get("status") not in ("active", "draft"):
+            return None
+        return entry
+
+
+def existing_keys(ws: Workspace, folders: list[str]) -> Known:
+    """Ids in the workspace, and the sources of the memories in `folders`, for idempotency and
+    for superseding what an earlier import wrote when its source item changed."""
     from box_memory.index import load_all
 
-    ids: set[str] = set()
-    digests: set[str] = set()
+    known = Known()
     for idx in load_all(ws):
         for e in idx.entries:
-            ids.add(str(e.get("id")))
+            known.ids.add(str(e.get("id")))
+            known.entries[str(e.get("id"))] = e
         if idx.folder not in folders:
             continue
         for e in idx.entries:
@@ -655,10 +838,17 @@ def existing_keys(ws: Workspace, folders: list[str]) -> tuple[set[str], set[str]
                 meta, _ = frontmatter.parse(raw.decode("utf-8", "replace"), path)
             except BoxMemoryError:
                 continue
-            for s in meta.get("sources") or []:
-                if isinstance(s, dict) and s.get("digest"):
-                    digests.add(str(s["digest"]))
-    return ids, digests
+            mem_id = str(e.get("id"))
+            for src in meta.get("sources") or []:
+                if not isinstance(src, dict) or not src.get("digest"):
+                    continue
+                known.digests.add(str(src["digest"]))
+                if src.get("type") and src.get("ref"):
+                    key = (str(src["type"]), str(src["ref"]))
+                    prev = known.by_ref.get(key)
+                    if prev is None or mem_id > prev[0]:  # ids are ULIDs: the newest import wins
+                        known.by_ref[key] = (mem_id, str(src["digest"]))
+    return known
 
 
 def _request(
@@ -716,6 +906,61 @@ _KNOWN_KEYS = {
 }  # fmt: skip
 
 
+FORMAT_ALIASES = {"jsonl": "box-memory"}  # `export --format jsonl` writes the box-memory format
+
+
+def check_source(ws: Workspace, source: Path) -> None:
+    """Refuse a source that is not a file or folder, or that lies inside the workspace itself."""
+    try:
+        st = source.stat()
+    except FileNotFoundError:
+        raise NotFound(f"import source {source} not found") from None
+    except OSError as e:
+        raise InvalidInput(f"import source {source}: {_reason(e)}") from None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        from box_memory.safeio import describe_mode
+
+        raise InvalidInput(f"import source {source} is {describe_mode(st.st_mode)}, not a file or folder")
+    root = _workspace_root(ws)
+    if root is not None and _outside(source, root) is None:
+        raise InvalidInput(
+            f"import source {source} is inside the workspace {root}; "
+            "its memories are there already (import reads from another tool's folder)"
+        )
+
+
+def _workspace_root(ws: Workspace) -> Path | None:
+    """The workspace's folder on this machine (a local or Box Drive workspace), else None."""
+    root = getattr(ws.store, "root", None)
+    return Path(root) if isinstance(root, (str, Path)) else None
+
+
+def _read_items(ws: Workspace, source: Path, fmt: str, report: ImportReport) -> list[SourceItem]:
+    if source.is_file() and fmt == "markdown":
+        items = list(_single_markdown(source))
+    elif fmt == "claude-code":
+        reader = ClaudeReader(source.parent if source.is_file() else source)
+        if source.is_file():
+            label = _project_label(source, reader.root)
+            items = list(reader.instruction(source, label=label, hops=0))
+        else:
+            instructions, auto = _claude_files(source)
+            items = list(reader.items(instructions, auto, parents=True))
+        report.outside = reader.outside
+        report.warnings += [f"{x['ref']}: {x['reason']}" for x in reader.skipped]
+    else:
+        items = list(READERS[fmt](source))
+    root = _workspace_root(ws)
+    if root is None or _outside(root, source) is not None:
+        return items
+    # The workspace sits inside the source: its own files are not read back as new memories.
+    kept = [it for it in items if _outside(Path(it.ref.split("#", 1)[0]), root) is not None]
+    if len(kept) < len(items):
+        skipped = len(items) - len(kept)
+        report.warnings.append(f"{skipped} file(s) of the workspace itself ({root}) not imported")
+    return kept
+
+
 def run_import(
     ws: Workspace,
     source: Path,
@@ -724,48 +969,67 @@ def run_import(
     team: str | None = None,
     dry_run: bool = False,
 ) -> ImportReport:
-    """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch."""
+    """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch.
+    An item whose source ref an earlier import wrote, but whose bytes changed since, supersedes
+    that memory (or the current end of its chain)."""
     from box_memory.memories import infer_kind, prepare_write, write_many
 
     source = source.expanduser().absolute()
+    fmt = FORMAT_ALIASES.get(fmt, fmt) if fmt is not None else None
+    if fmt is not None and fmt not in FORMATS:
+        raise InvalidInput(f"unknown import format {fmt!r} (expected one of: {', '.join(FORMATS)})")
+    check_source(ws, source)
     detected: str | None = None
     if fmt is None:
         fmt, why = detect_format(source)
         detected = f"{fmt} ({why})"
-    elif fmt not in FORMATS:
-        raise InvalidInput(f"unknown import format {fmt!r} (expected one of: {', '.join(FORMATS)})")
-    elif not source.exists():
-        raise NotFound(f"import source {source} not found")
-    if fmt in ("mem0", "box-memory") and not source.is_file():
+    if fmt == "mem0" and not source.is_file():
         raise InvalidInput(f"a {fmt} source is a JSON/JSONL file, not a folder: {source}")
-    if fmt not in ("mem0", "box-memory", "markdown", "claude-code") and not source.is_dir():
+    if fmt == "basic-memory" and not source.is_dir():
         raise InvalidInput(f"a {fmt} source is a folder: {source}")
     if team is not None:
         ws.require_team(team)
     report = ImportReport(str(source), fmt, detected, dry_run)
-    if source.is_file() and fmt == "markdown":
-        items = list(_single_markdown(source))
-    elif source.is_file() and fmt == "claude-code":
-        items = list(read_claude_code_file(source))
-    else:
-        items = list(READERS[fmt](source))
+    items = _read_items(ws, source, fmt, report)
     report.items = len(items)
+    if team is None:
+        check_teams(ws, items)
 
     folders = sorted({ws.memories_folder(ws.require_team(team or _team_for(ws, it))) for it in items
                       if it.error is None})  # fmt: skip
-    ids, digests = existing_keys(ws, folders)
+    known = existing_keys(ws, folders)
+    ids, digests = known.ids, known.digests
     imported_at = now_iso()
     planned: list[Planned] = []
     seen_ids: set[str] = set()
+    seen_refs: set[str] = set()
     # ids that a later record of this import supersedes: written live, then superseded in order.
     successors = {it.supersedes for it in items if it.error is None and it.supersedes}
     for it in items:
         if it.error is not None:
             report.errors.append({"ref": it.ref, "reason": it.error})
             continue
-        if (it.keep_id and it.keep_id in ids) or (not it.keep_id and it.digest in digests):
-            report.skipped.append({"ref": it.ref, "reason": "already imported"})
-            continue
+        replaces: str | None = None
+        if it.keep_id:
+            if it.keep_id in ids:
+                report.skipped.append({"ref": it.ref, "reason": "already imported"})
+                continue
+        else:
+            last = known.by_ref.get((fmt, it.ref))
+            if (last is not None and last[1] == it.digest) or (last is None and it.digest in digests):
+                report.skipped.append({"ref": it.ref, "reason": "already imported"})
+                continue
+            if last is not None:
+                current = known.current(last[0])
+                if current is None:
+                    report.skipped.append({"ref": it.ref, "reason": f"changed, but {last[0]} was archived "
+                                           "in the workspace; not imported again"})  # fmt: skip
+                    continue
+                replaces = str(current.get("id"))
+            if it.ref in seen_refs:
+                report.errors.append({"ref": it.ref, "reason": "duplicate item in the source"})
+                continue
+            seen_refs.add(it.ref)
         if it.keep_id and it.keep_id in seen_ids:
             report.errors.append({"ref": it.ref, "reason": "duplicate id in the source"})
             continue
@@ -773,6 +1037,8 @@ def run_import(
             report.warnings.append(f"{it.ref}: supersedes {it.supersedes}, which is not in the workspace or "
                                    "the import; written without the link")  # fmt: skip
             it.supersedes = None
+        if replaces is not None:
+            it.supersedes = replaces
         try:
             req = _request(it, fmt, team or _team_for(ws, it), imported_at, it.keep_id in successors)
             p = prepare_write(ws, req)
@@ -787,7 +1053,8 @@ def run_import(
     if dry_run:
         report.would_write = [
             {"ref": pl.item.ref, "title": pl.prepared.title or pl.item.title,
-             "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/"}
+             "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/",
+             **({"supersedes": pl.item.supersedes} if pl.item.supersedes and not pl.item.keep_id else {})}
             for pl in planned
         ]  # fmt: skip
         return report
@@ -801,8 +1068,11 @@ def run_import(
         if err is not None:
             report.errors.append({"ref": pl.item.ref, "reason": str(err)})
         elif res is not None:
-            report.written.append({"ref": pl.item.ref, "id": res["id"], "title": res["title"],
-                                   "kind": res["kind"], "file": res["file"]})  # fmt: skip
+            row = {"ref": pl.item.ref, "id": res["id"], "title": res["title"], "kind": res["kind"],
+                   "file": res["file"]}  # fmt: skip
+            if pl.item.supersedes and not pl.item.keep_id:
+                row["supersedes"] = pl.item.supersedes  # the source item changed since it was imported
+            report.written.append(row)
         t.advance()
 
     with bar as t:
@@ -812,27 +1082,46 @@ def run_import(
     return report
 
 
+def check_teams(ws: Workspace, items: list[SourceItem]) -> None:
+    """A box-memory record of a team this workspace lacks is refused before anything is written,
+    never put in the default team silently."""
+    teams = ws.config.teams
+    missing = sorted({it.team for it in items if it.error is None and it.team and it.team not in teams})
+    if missing:
+        names = ", ".join(missing)
+        raise InvalidInput(
+            f"the source holds memories of team(s) this workspace lacks: {names}; create them first "
+            f"(box-memory team create {missing[0]}) or pass --team to import everything into one team"
+        )
+
+
 def _folder_team(folder: str) -> str | None:
     parts = folder.strip("/").split("/")
     return parts[1] if len(parts) >= 3 and parts[0] == "teams" else None
 
 
 def _team_for(ws: Workspace, item: SourceItem) -> str | None:
-    """A box-memory record goes back to its team folder when the workspace has that team."""
+    """A box-memory record goes back to its team folder (`check_teams` made sure it exists)."""
     return item.team if item.team and item.team in ws.config.teams else None
 
 
 def _single_markdown(path: Path) -> Iterator[SourceItem]:
-    for item in read_markdown_folder(path.parent):
-        if item.ref == str(path):
-            yield item
-
-
-def read_claude_code_file(path: Path) -> Iterator[SourceItem]:
-    """One CLAUDE.md file given directly."""
-    for item in read_claude_code(path.parent):
-        if item.ref == str(path) or item.ref.startswith(str(path) + "#"):
-            yield item
+    """One file named on the command line (read even when it is a link: the user named it)."""
+    ref = str(path)
+    try:
+        raw, text = _read_text(path)
+    except (OSError, InvalidInput) as e:
+        yield SourceItem(ref, error=_reason(e))
+        return
+    yield SourceItem(
+        ref,
+        title=title_from_text(text, path.stem.replace("_", " ").replace("-", " ")),
+        content=text,
+        related=wikilinks(text),
+        created_at=_mtime_iso(path),
+        updated_at=_mtime_iso(path),
+        digest=digest_of(raw),
+    )
 
 
 def import_memories(

@@ -312,10 +312,10 @@ def test_progress_bar_only_on_a_terminal(cli, ws: Path, tmp_path: Path) -> None:
 
 
 def test_unreadable_file_is_reported_by_name(cli, ws: Path, tmp_path: Path) -> None:
-    """A file that cannot be opened (here a dangling symlink: root ignores permission bits) is
-    one reported item; the others import."""
+    """A file that cannot be opened (here a dangling symlink inside the source: root ignores
+    permission bits) is one reported item; the others import."""
     src = copy_source(tmp_path, "markdown/notes")
-    (src / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    (src / "gone.md").symlink_to(src / "nowhere.md")
     data = do_import(cli, ws, str(src), "--from", "markdown")["data"]
     reasons = {Path(e["ref"]).name: e["reason"] for e in data["errors"]}
     assert reasons["gone.md"].startswith("unreadable (")
