@@ -602,11 +602,14 @@ def read_mem0(path: Path) -> Iterator[SourceItem]:
             *_tag_list(meta.get("tags")),
             *_tag_list(meta.get("category")),
         ]
-        agent = item.get("agent_id") or item.get("user_id") or item.get("actor_id")
+        # Only mem0's agent_id names an agent; a user's own memory (user_id only) has none.
+        agent = item.get("agent_id")
         extra: dict[str, Any] = {}
-        for key in ("user_id", "agent_id", "run_id", "hash"):
+        for key in ("user_id", "agent_id", "run_id", "actor_id", "role", "hash"):
             if item.get(key):
                 extra[key] = str(item[key])
+        if meta:
+            extra["metadata"] = meta  # the caller's own metadata, kept whole (JSON values)
         created = iso_utc(item.get("created_at"))
         yield SourceItem(
             ref,

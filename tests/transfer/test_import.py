@@ -156,9 +156,12 @@ def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
     oat = mems["Prefers oat milk in coffee"]
     assert oat["created_at"] == "2024-07-20T17:15:30.123Z"  # -07:00 kept as the same instant in UTC
     assert oat["updated_at"] == "2024-08-02T16:01:12.000Z"
-    assert oat["agent"] == "alice" and oat["tags"] == ["preferences"]
+    # A user's own memory (user_id, no agent_id) is not written as if an agent named "alice" did.
+    assert "agent" not in oat and oat["tags"] == ["preferences"]
     assert oat["sources"][0]["ref"] == "mem0:0b9d4a2e-6c1f-4f7e-9a51-3f2d8c7e1a01"
     assert oat["sources"][0]["hash"] == "5b1e0b6fdc0a4c6e1b5f8d2a9c3e7f10"
+    assert oat["sources"][0]["user_id"] == "alice"
+    assert oat["sources"][0]["metadata"] == {"category": "preferences"}
     peanuts = mems["Is allergic to peanuts and carries an epinephrine pen"]
     assert peanuts["agent"] == "travel-planner"  # agent_id wins over user_id
     assert peanuts["tags"] == ["health", "food"]
@@ -166,6 +169,11 @@ def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
     assert peanuts["updated_at"] == peanuts["created_at"] == "2024-07-22T01:40:00.000Z"
     work = next(m for t, m in mems.items() if t.startswith("Works at Acme"))
     assert work["tags"] == ["work"]
+    # mem0's promoted session keys and the caller's metadata are all kept in the source entry.
+    src0 = work["sources"][0]
+    assert (src0["actor_id"], src0["role"], src0["user_id"]) == ("alice", "user", "alice")
+    assert src0["metadata"] == {"source": "onboarding-chat", "tags": ["work"]}
+    assert "agent" not in work
     check_idempotent_and_untouched(cli, ws, src, before, 3)
 
 
