@@ -80,6 +80,7 @@ class SourceItem:
     team: str | None = None
     confidence: float | None = None
     error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # the source's own frontmatter keys, kept
 
 
 def digest_of(data: bytes) -> str:
@@ -216,13 +217,17 @@ def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
             continue
         yield SourceItem(
             ref,
-            title=title_from_text(text, path.stem.replace("_", " ").replace("-", " ")),
-            content=text,
+            title=(title := title_from_text(text, path.stem.replace("_", " ").replace("-", " "))),
+            content=drop_title_heading(text, title),
             related=wikilinks(text),
             created_at=_mtime_iso(path),
             updated_at=_mtime_iso(path),
             digest=digest_of(raw),
         )
+
+
+# basic-memory's own frontmatter keys (NOTE-FORMAT.md); every other key is the user's and is kept.
+_BASIC_MEMORY_KEYS = {"title", "type", "tags", "permalink", "created", "modified"}
 
 
 def read_basic_memory(root: Path) -> Iterator[SourceItem]:
@@ -242,13 +247,30 @@ def read_basic_memory(root: Path) -> Iterator[SourceItem]:
         extra: dict[str, Any] = {}
         if meta.get("permalink"):
             extra["permalink"] = str(meta["permalink"])
+        folder = path.parent.relative_to(root).as_posix()
+        if folder != ".":
+            extra["folder"] = folder  # the note's folder in the project, as basic-memory shows it
         title = clean_title(str(meta.get("title") or "")) or title_from_text(body, path.stem)
-        created = iso_utc(meta.get("created") or meta.get("created_at") or meta.get("date"))
+        # basic-memory's own rule (entity_parser.py): frontmatter `created` / `modified`, else the
+        # file's times. Its creation time is the birth time where the system keeps one.
         updated = iso_utc(meta.get("modified") or meta.get("updated_at")) or _mtime_iso(path)
+        created = iso_utc(meta.get("created") or meta.get("created_at") or meta.get("date"))
+        created = created or _ctime_iso(path, updated)
+        status: str | None = None
+        own: dict[str, Any] = {}
+        for key, value in meta.items():
+            if key in _BASIC_MEMORY_KEYS or value is None:
+                continue
+            if key == "status" and str(value) in ("active", "draft"):
+                status = str(value)
+            elif key in _KNOWN_KEYS:
+                extra.setdefault("frontmatter", {})[key] = value  # a box-memory key: kept aside
+            else:
+                own[key] = value  # priority, due...: the memory's own frontmatter, as written
         yield SourceItem(
             ref,
             title=title,
-            content=body,
+            content=drop_title_heading(body, title),
             kind=kind,
             tags=tags,
             related=wikilinks(body),
@@ -256,7 +278,39 @@ def read_basic_memory(root: Path) -> Iterator[SourceItem]:
             updated_at=updated,
             digest=digest_of(raw),
             extra_source=extra,
+            status=status,
+            meta=own,
         )
+
+
+def _ctime_iso(path: Path, updated: str | None) -> str | None:
+    """A file's creation time: its birth time where the system records one, else its status
+    change time (what basic-memory itself reads), never later than its modification time."""
+    import datetime as dt
+
+    try:
+        st = path.stat()
+    except OSError:
+        return updated
+    born = getattr(st, "st_birthtime", None) or st.st_ctime
+    created = iso_utc(dt.datetime.fromtimestamp(born, dt.UTC))
+    if created is None or (updated is not None and created > updated):
+        return updated
+    return created
+
+
+def drop_title_heading(body: str, title: str) -> str:
+    """The body without its `# <title>` line when text comes before it: the memory's own heading
+    (written first) takes its place, instead of the title appearing twice."""
+    if body.lstrip().startswith("# "):
+        return body  # the heading leads already: kept as the memory's heading
+    for m in _H1_RE.finditer(body):
+        if clean_title(m.group(1)) == title:
+            end = m.end() + (1 if body[m.end() : m.end() + 1] == "\n" else 0)
+            if body[end : end + 1] == "\n":
+                end += 1
+            return body[: m.start()] + body[end:]
+    return body
 
 
 def _claude_files(root: Path) -> tuple[list[Path], list[Path]]:
@@ -880,6 +934,7 @@ def _request(
                 extra["superseded_by"] = fm["superseded_by"]
     else:
         source.update({k: v for k, v in item.extra_source.items() if not k.startswith("_")})
+        extra.update({k: v for k, v in item.meta.items() if k not in _KNOWN_KEYS})
     if item.created_at:
         extra["created_at"] = item.created_at
         extra["updated_at"] = item.updated_at or item.created_at
@@ -1118,8 +1173,8 @@ def _single_markdown(path: Path) -> Iterator[SourceItem]:
         return
     yield SourceItem(
         ref,
-        title=title_from_text(text, path.stem.replace("_", " ").replace("-", " ")),
-        content=text,
+        title=(title := title_from_text(text, path.stem.replace("_", " ").replace("-", " "))),
+        content=drop_title_heading(text, title),
         related=wikilinks(text),
         created_at=_mtime_iso(path),
         updated_at=_mtime_iso(path),

@@ -348,3 +348,35 @@ def test_a_fifo_in_the_source_is_reported_not_waited_on(
     reasons = {Path(e["ref"]).name: e["reason"] for e in env["data"]["errors"]}
     assert "FIFO" in reasons["pipe.md"]
     assert env["data"]["imported"] == 3
+
+
+def test_basic_memory_keeps_folders_times_and_its_own_keys(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "basic-memory/custom")
+    data = do_import(cli, ws, str(src), "--from", "basic-memory")["data"]
+    assert data["imported"] == 2 and data["failed"] == 0
+    mems = memories(ws)
+    road = mems["Q3 Roadmap"]
+    assert road["status"] == "draft"  # `status: draft` arrives as a draft, not active
+    assert road["priority"] == "high" and road["due"] == "2026-09-30"
+    assert road["owner"] == {"team": "platform", "reviewers": ["ada", "grace"]}
+    assert road["sources"][0]["folder"] == "plans/2026"  # the note's folder in the project
+    # One heading: the line above the title stays, the title is not written twice.
+    assert road["body"].count("# Q3 Roadmap") == 1
+    assert "> Draft: numbers still moving." in road["body"]
+    assert "- [goal] Ship the sync protocol v2 #sync" in road["body"]
+    search = mems["Search Design"]
+    assert search["created_at"] == "2024-03-01T08:30:00.000Z"
+    assert search["updated_at"] == "2024-06-12T15:05:00.000Z"
+    assert "folder" not in search["sources"][0]  # at the project's top
+
+
+def test_basic_memory_created_is_not_the_modification_time(cli, ws: Path, tmp_path: Path) -> None:
+    """A note without `created`: basic-memory takes the file's creation (status change) time;
+    the import does too instead of copying the modification time into both."""
+    src = copy_source(tmp_path, "basic-memory/project")
+    later = 4_000_000_000  # 2096: the file was modified after it was made (now)
+    os.utime(src / "search-design.md", (later, later))
+    do_import(cli, ws, str(src))
+    search = memories(ws)["Search Design"]
+    assert search["updated_at"] == "2096-10-02T07:06:40.000Z"
+    assert search["created_at"] < search["updated_at"]

@@ -99,4 +99,3 @@ def test_a_fifo_or_device_as_the_source_is_named_not_missing(cli, ws: Path, tmp_
     assert snap(ws) == before
     missing = do_import(cli, ws, str(tmp_path / "gone"), code=1)
     assert missing["errors"][0]["code"] == "not_found"
-
