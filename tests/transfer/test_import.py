@@ -114,7 +114,7 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     src = copy_source(tmp_path, "claude-code/home/.claude")
     before = snapshot(src)
     data = do_import(cli, ws, str(src))["data"]
-    assert data["format"] == "claude-code" and data["imported"] == 7
+    assert data["format"] == "claude-code" and data["imported"] == 8
     mems = memories(ws)
     assert mems["user CLAUDE.md - Personal preferences"]["tags"] == ["claude-code", "claude-md"]
     assert "- The body says why, not what" in mems["user rule commit-messages - Commit messages"]["body"]
@@ -129,14 +129,18 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     assert "**Why:**" in feedback["body"]
     assert feedback["sources"][0]["project"] == "home-dev-acme-api"
     assert mems["home-dev-acme-api memory index"]["kind"] == "reference"
-    check_idempotent_and_untouched(cli, ws, src, before, 7)
+    # A topic file in a sub-folder of the auto-memory folder is a memory too.
+    billing = mems["Billing cut-over"]
+    assert billing["kind"] == "fact" and billing["sources"][0]["folder"] == "topics"
+    assert billing["sources"][0]["project"] == "home-dev-acme-api"
+    check_idempotent_and_untouched(cli, ws, src, before, 8)
 
 
 def test_claude_code_auto_memory_folder_alone(cli, ws: Path, tmp_path: Path) -> None:
     src = copy_source(tmp_path, "claude-code/home/.claude/projects/-home-dev-acme-api/memory")
     data = do_import(cli, ws, str(src))["data"]
     assert data["format"] == "claude-code" and "auto-memory" in data["detected"]
-    assert data["imported"] == 5
+    assert data["imported"] == 6 and "Billing cut-over" in memories(ws)
 
 
 def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
@@ -380,3 +384,37 @@ def test_basic_memory_created_is_not_the_modification_time(cli, ws: Path, tmp_pa
     search = memories(ws)["Search Design"]
     assert search["updated_at"] == "2096-10-02T07:06:40.000Z"
     assert search["created_at"] < search["updated_at"]
+
+
+def test_claude_code_parent_files_imports_and_rule_scope(cli, ws: Path, tmp_path: Path) -> None:
+    """What Claude Code loads for a project beyond its own tree: the parent folders' CLAUDE.md and
+    the `@path` imports; each file read from outside the source is listed."""
+    mono = copy_source(tmp_path, "claude-code/monorepo")
+    src = mono / "apps" / "web"
+    before = snapshot(mono)
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["read_outside_source"] == [str(mono / "CLAUDE.md"), str(mono / "docs" / "style.md")]
+    mems = memories(ws)
+    assert set(mems) == {
+        "monorepo CLAUDE.md - Shared rules",
+        "web CLAUDE.md - Web app",
+        "web import style.md - Style guide",
+        "web import setup.md - Setup",
+        "web rule frontend - Frontend rules",
+    }
+    style = mems["web import style.md - Style guide"]["sources"][0]
+    assert style["imported_by"] == str(src / "CLAUDE.md")
+    assert style["path"] == str(mono / "docs" / "style.md")
+    # A conditional rule keeps its scope; its frontmatter is not part of the text.
+    rule = mems["web rule frontend - Frontend rules"]
+    assert rule["sources"][0]["paths"] == ["src/**/*.tsx", "src/**/*.css"]
+    assert "paths:" not in rule["body"] and "function components" in rule["body"]
+    # `@package.json` is no markdown file: named in a warning, not read.
+    assert any("package.json" in w and "not a markdown file" in w for w in env["warnings"])
+    human = cli("import", str(src), "--dry-run", "-w", str(ws))
+    assert f"read from outside the source: {mono / 'CLAUDE.md'}" in human.stdout
+    ws_before = snapshot(ws / "memories")
+    again = do_import(cli, ws, str(src))["data"]
+    assert again["imported"] == 0 and again["already_imported"] == 5
+    assert snapshot(ws / "memories") == ws_before and snapshot(mono) == before

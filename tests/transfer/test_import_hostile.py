@@ -99,3 +99,30 @@ def test_a_fifo_or_device_as_the_source_is_named_not_missing(cli, ws: Path, tmp_
     assert snap(ws) == before
     missing = do_import(cli, ws, str(tmp_path / "gone"), code=1)
     assert missing["errors"][0]["code"] == "not_found"
+
+
+def test_files_claude_code_names_outside_the_source_must_be_regular_markdown(
+    cli, ws: Path, tmp_path: Path
+) -> None:
+    """A parent folder's CLAUDE.md and an `@path` import outside the source are read only when
+    they are regular markdown files, never through a link; the ones read are listed."""
+    mono = copy_source(tmp_path, "claude-code/monorepo")
+    src = mono / "apps" / "web"
+    secret = secret_file(tmp_path)
+    (mono / "CLAUDE.md").unlink()
+    (mono / "CLAUDE.md").symlink_to(secret)  # the parent's CLAUDE.md leads to /etc/shadow
+    (mono / "docs" / "style.md").unlink()
+    (mono / "docs" / "style.md").symlink_to(secret)
+    (src / "CLAUDE.md").write_text(
+        (src / "CLAUDE.md").read_text() + f"- Keys: @{tmp_path}/etc/passwd\n- Also @{secret.parent}\n"
+    )
+    (tmp_path / "etc" / "passwd").write_text("root:x:0:0:SECRETHASH\n")
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["read_outside_source"] == []
+    reasons = {e["ref"]: e["reason"] for e in data["errors"]}
+    assert reasons[str(mono / "CLAUDE.md")] == "a symbolic link outside the source; not followed"
+    assert reasons[str(mono / "docs" / "style.md")] == "a symbolic link outside the source; not followed"
+    assert any("passwd" in w and "not a markdown file" in w for w in env["warnings"])
+    assert data["imported"] == 3  # web CLAUDE.md, its setup.md import, the frontend rule
+    assert_no_secret(ws)
