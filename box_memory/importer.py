@@ -29,6 +29,7 @@ index updates as `box-memory write`.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import stat
@@ -597,9 +598,49 @@ def split_sections(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _json_items(path: Path) -> tuple[list[Any], list[SourceItem]]:
+EXPORT_MEMBER = "export.jsonl"  # the records inside a `box-memory export --format markdown-zip`
+
+
+def _export_text(path: Path) -> str:
+    """The JSON Lines of a box-memory export: the file itself, or `export.jsonl` inside a
+    markdown-zip export (the zip file, or the folder it was unpacked into)."""
+    if path.is_dir():
+        return _read_inside(path / EXPORT_MEMBER, path)[1]
+    if path.suffix.lower() != ".zip":
+        return _read_text(path)[1]
+    import zipfile
+
+    from box_memory.safeio import LIMITS
+
+    raw = _read_text_bytes(path, LIMITS["source"] * 8)  # the zip holds the memory files too
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            info = zf.getinfo(EXPORT_MEMBER)
+            if info.file_size > LIMITS["source"]:
+                raise InvalidInput(f"{EXPORT_MEMBER} in the zip is larger than the import limit")
+            data = zf.read(info)
+    except KeyError:
+        raise InvalidInput(f"not a box-memory export zip (no {EXPORT_MEMBER} in it)") from None
+    except zipfile.BadZipFile as e:
+        raise InvalidInput(f"not a readable zip ({e})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{EXPORT_MEMBER} in the zip is not UTF-8 text") from None
+
+
+def _read_text_bytes(path: Path, cap: int) -> bytes:
+    fd, size = open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        if size > cap:
+            raise InvalidInput(f"larger than the {cap // (1024 * 1024)} MiB import limit")
+        return fh.read(cap + 1)
+
+
+def _json_items(path: Path, text: str | None = None) -> tuple[list[Any], list[SourceItem]]:
     """Items of a JSON or JSON Lines file; undecodable lines come back as errors."""
-    _, text = _read_text(path)
+    if text is None:
+        _, text = _read_text(path)
     stripped = text.lstrip()
     errors: list[SourceItem] = []
     if stripped.startswith(("[", "{")):
@@ -681,7 +722,7 @@ def read_mem0(path: Path) -> Iterator[SourceItem]:
 
 def read_box_memory(path: Path) -> Iterator[SourceItem]:
     try:
-        items, errors = _json_items(path)
+        items, errors = _json_items(path, _export_text(path))
     except (OSError, InvalidInput) as e:
         yield SourceItem(str(path), error=_reason(e))
         return
@@ -767,9 +808,16 @@ def detect_format(source: Path) -> tuple[str, str]:
             raise InvalidInput(f"{source}: JSON, but neither a mem0 nor a box-memory export; pass --from")
         if source.suffix.lower() in TEXT_SUFFIXES:
             return "markdown", "a single markdown/text file"
+        if source.suffix.lower() == ".zip":
+            return "box-memory", "a zip from `box-memory export --format markdown-zip`"
         raise InvalidInput(f"{source}: unknown source format; pass --from ({'|'.join(FORMATS)})")
     if not source.is_dir():
         raise NotFound(f"import source {source} not found")
+    member = source / EXPORT_MEMBER
+    if member.is_file() and not member.is_symlink():
+        head = guarded(member, str(member), _head, member, 65536)
+        if b'"box_memory_export"' in head:
+            return "box-memory", f"an unpacked markdown-zip export ({EXPORT_MEMBER})"
     if (source / "MEMORY.md").is_file() and source.name == "memory":
         return "claude-code", "a Claude Code auto-memory folder (MEMORY.md)"
     sampled = with_permalink = 0
@@ -1041,6 +1089,8 @@ def run_import(
     if fmt is None:
         fmt, why = detect_format(source)
         detected = f"{fmt} ({why})"
+    if fmt == "box-memory" and source.is_dir() and not (source / EXPORT_MEMBER).is_file():
+        raise InvalidInput(f"a box-memory source is an export file or zip, or a folder with {EXPORT_MEMBER}")
     if fmt == "mem0" and not source.is_file():
         raise InvalidInput(f"a {fmt} source is a JSON/JSONL file, not a folder: {source}")
     if fmt == "basic-memory" and not source.is_dir():

@@ -140,3 +140,58 @@ def test_markdown_zip_holds_the_files_unchanged(cli, ws: Path, tmp_path: Path) -
         assert {json.loads(x)["id"] for x in zf.read("export.jsonl").splitlines()} == set(ids.values())
     env = cli.json("export", "--format", "markdown-zip", "-w", str(ws), code=2)
     assert "--output" in env["errors"][0]["message"]
+
+
+def fresh_workspace(cli, tmp_path: Path, name: str, *teams: str) -> Path:
+    root = tmp_path / name
+    cli.json("init", "--path", str(root), *[x for t in teams for x in ("--team", t)])
+    return root
+
+
+def test_markdown_zip_export_imports_with_the_same_ids(cli, ws: Path, tmp_path: Path) -> None:
+    """The zip itself, or the folder it was unpacked into, reproduces the memories (ids, files,
+    chains) instead of importing them as new markdown notes with new ids."""
+    ids = build_workspace(cli, ws)
+    out = tmp_path / "export.zip"
+    cli.json("export", "--format", "markdown-zip", "--include-superseded", "-o", str(out), "-w", str(ws))
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(out) as zf:
+        zf.extractall(unpacked)
+    before = all_memories(ws)
+    for source in (out, unpacked):
+        target = fresh_workspace(cli, tmp_path, f"from-{source.name}", "platform")
+        data = cli.json("import", str(source), "-w", str(target))["data"]
+        assert data["format"] == "box-memory" and data["imported"] == 5, data
+        after = all_memories(target)
+        assert set(after) == set(ids.values())
+        for mem_id, orig in before.items():
+            assert (after[mem_id]["file"], after[mem_id]["meta"]) == (orig["file"], orig["meta"])
+        again = cli.json("import", str(source), "-w", str(target))["data"]
+        assert again["imported"] == 0 and again["already_imported"] == 5
+
+
+def test_from_jsonl_is_the_box_memory_format(cli, ws: Path, tmp_path: Path) -> None:
+    build_workspace(cli, ws)
+    out = tmp_path / "export.jsonl"
+    cli.json("export", "-o", str(out), "-w", str(ws))
+    target = fresh_workspace(cli, tmp_path, "target", "platform")
+    data = cli.json("import", str(out), "--from", "jsonl", "-w", str(target))["data"]
+    assert data["format"] == "box-memory" and data["imported"] == 3
+
+
+def test_a_team_the_target_lacks_is_refused_not_defaulted(cli, ws: Path, tmp_path: Path, snap) -> None:
+    ids = build_workspace(cli, ws)
+    out = tmp_path / "export.jsonl"
+    cli.json("export", "-o", str(out), "-w", str(ws))
+    target = fresh_workspace(cli, tmp_path, "target")  # no team "platform"
+    before = snap(target)
+    env = cli.json("import", str(out), "-w", str(target), code=2)
+    message = env["errors"][0]["message"]
+    assert "platform" in message and "team create platform" in message and "--team" in message
+    assert snap(target) == before
+    # Asked for explicitly: everything goes into one team of the target.
+    cli.json("team", "create", "ops", "-w", str(target))
+    data = cli.json("import", str(out), "--team", "ops", "-w", str(target))["data"]
+    assert data["imported"] == 3
+    after = all_memories(target)
+    assert after[ids["deploy"]]["folder"] == "teams/ops/memories"
