@@ -742,7 +742,18 @@ def read_box_memory(path: Path) -> Iterator[SourceItem]:
             yield SourceItem(mem_id, error="record has no body")
             continue
         if fm.get("kind") == "companion":
-            yield SourceItem(mem_id, error="companion memories describe a binary that is not in the export")
+            # Written back as a companion (`_write_companions`), next to where its binary belongs.
+            yield SourceItem(
+                mem_id,
+                title=str(fm.get("title") or ""),
+                content=body,
+                kind="companion",
+                digest=digest_of(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)),
+                keep_id=mem_id,
+                status=str(fm.get("status") or "active"),
+                team=_folder_team(str(rec.get("folder") or "")) or _scope_team(fm),
+                extra_source={"_frontmatter": fm},
+            )
             continue
         status = str(fm.get("status") or "active")
         sup = fm.get("supersedes")
@@ -1113,7 +1124,11 @@ def run_import(
     seen_refs: set[str] = set()
     # ids that a later record of this import supersedes: written live, then superseded in order.
     successors = {it.supersedes for it in items if it.error is None and it.supersedes}
+    companions = [it for it in items if it.error is None and it.kind == "companion" and it.keep_id]
+    companion_items = {id(it) for it in companions}
     for it in items:
+        if id(it) in companion_items:
+            continue
         if it.error is not None:
             report.errors.append({"ref": it.ref, "reason": it.error})
             continue
@@ -1158,8 +1173,13 @@ def run_import(
         if it.keep_id:
             seen_ids.add(it.keep_id)
 
+    placed = _place_companions(ws, companions, known, team, report)
     if dry_run:
         report.would_write = [
+            {"ref": c.item.ref, "title": c.item.title, "kind": "companion", "folder": c.folder + "/"}
+            for c in placed
+        ]
+        report.would_write += [
             {"ref": pl.item.ref, "title": pl.prepared.title or pl.item.title,
              "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/",
              **({"supersedes": pl.item.supersedes} if pl.item.supersedes and not pl.item.keep_id else {})}
@@ -1187,7 +1207,102 @@ def run_import(
         report.warnings += write_many(
             ws, [pl.prepared for pl in planned], writer="box-memory import", skill="import", on_item=on_item
         )
+    _write_companions(ws, placed, report)
     return report
+
+
+@dataclass
+class PlacedCompanion:
+    item: SourceItem
+    binary: str  # workspace path of the binary it describes
+    folder: str
+    filename: str
+
+
+def _scope_team(fm: dict[str, Any]) -> str | None:
+    cf = fm.get("companion_for")
+    path = str(cf.get("local_path") or "") if isinstance(cf, dict) else ""
+    return _folder_team(path.rsplit("/", 1)[0] + "/") if "/" in path else None
+
+
+def _place_companions(
+    ws: Workspace, items: list[SourceItem], known: Known, team: str | None, report: ImportReport
+) -> list[PlacedCompanion]:
+    """Where each exported companion goes: where this workspace keeps the companion of its binary
+    (`companions.companion_location`). A superseded one stays behind (history of a binary the
+    export does not carry), as does one whose place another companion holds already."""
+    from box_memory.companions import Binary, companion_location
+
+    placed: list[PlacedCompanion] = []
+    for it in items:
+        fm = it.extra_source.get("_frontmatter") or {}
+        if it.keep_id in known.ids:
+            report.skipped.append({"ref": it.ref, "reason": "already imported"})
+            continue
+        if it.status != "active":
+            report.skipped.append({"ref": it.ref, "reason": f"a {it.status} companion; only current ones "
+                                   "are imported"})  # fmt: skip
+            continue
+        cf = fm.get("companion_for")
+        name = str(cf.get("filename") or "") if isinstance(cf, dict) else ""
+        scope = team or it.team
+        local = str(cf.get("local_path") or "") if isinstance(cf, dict) else ""
+        binary = (
+            local
+            if local and team is None
+            else f"{ws.files_folder(scope)}/{local.rsplit('/', 1)[-1] or name}"
+        )
+        parts = binary.split("/")
+        if binary.startswith("/") or any(p in ("", ".", "..") for p in parts) or parts[0] == "_archive":
+            report.errors.append(
+                {"ref": it.ref, "reason": f"companion_for names no usable binary ({binary!r})"}
+            )
+            continue
+        folder, filename = companion_location(ws, Binary(binary, scope))
+        try:
+            taken = ws.store.exists(f"{folder}/{filename}")
+        except BoxMemoryError as e:
+            report.errors.append({"ref": it.ref, "reason": str(e)})
+            continue
+        if taken:
+            report.errors.append(
+                {"ref": it.ref, "reason": f"{folder}/{filename} exists already; not overwritten"}
+            )
+            continue
+        placed.append(PlacedCompanion(it, binary, folder, filename))
+    return placed
+
+
+def _write_companions(ws: Workspace, placed: list[PlacedCompanion], report: ImportReport) -> None:
+    """Each companion as it was exported (id, pinned hashes, body), through the same commit as
+    `box-memory companion`. Its binary is not in an export: until it is copied to the path the
+    companion names, `companion --stale` reports it orphaned (never fixed silently)."""
+    if not placed:
+        return
+    from box_memory.commit import commit_memory, load_for_write
+
+    with ws.store.lock(writer="box-memory import", skill="import"):
+        for c in placed:
+            meta = dict(c.item.extra_source.get("_frontmatter") or {})
+            meta["team"] = ws.team_of(_folder_team(c.folder + "/"))
+            cf = meta.get("companion_for")
+            if isinstance(cf, dict):
+                meta["companion_for"] = {**cf, "local_path": c.binary}
+            try:
+                idx = load_for_write(ws, c.folder, report.warnings)
+                if not ws.store.exists(c.folder):
+                    ws.store.mkdir(c.folder)
+                done = commit_memory(ws, idx, meta, c.item.content, c.filename)
+            except BoxMemoryError as e:
+                report.errors.append({"ref": c.item.ref, "reason": str(e)})
+                continue
+            report.written.append({"ref": c.item.ref, "id": c.item.keep_id, "title": c.item.title,
+                                   "kind": "companion", "file": done.path})  # fmt: skip
+            if not ws.store.exists(c.binary):
+                report.warnings.append(
+                    f"{done.path}: its binary is not in the export; copy it to {c.binary} "
+                    "(until then `box-memory companion --stale` reports it orphaned)"
+                )
 
 
 def check_teams(ws: Workspace, items: list[SourceItem]) -> None:

@@ -195,3 +195,32 @@ def test_a_team_the_target_lacks_is_refused_not_defaulted(cli, ws: Path, tmp_pat
     assert data["imported"] == 3
     after = all_memories(target)
     assert after[ids["deploy"]]["folder"] == "teams/ops/memories"
+
+
+def test_companions_come_back_as_companions(cli, ws: Path, tmp_path: Path) -> None:
+    """A companion is exported; importing it writes it where the target keeps the companion of
+    that binary, with its id and pinned hashes. Its binary is not in an export: the import says
+    so, and the companion reports orphaned until the binary is copied over, then current."""
+    (ws / "files").mkdir(exist_ok=True)
+    (ws / "files" / "report.pdf").write_bytes(b"%PDF-1.4 quarterly numbers")
+    comp = cli.json("companion", "files/report.pdf", "-w", str(ws))["data"]
+    out = tmp_path / "export.jsonl"
+    cli.json("export", "-o", str(out), "-w", str(ws))
+    target = fresh_workspace(cli, tmp_path, "target")
+    env = cli.json("import", str(out), "-w", str(target))
+    data = env["data"]
+    assert data["failed"] == 0 and data["imported"] == 1, data
+    assert any("binary is not in the export" in w and "files/report.pdf" in w for w in env["warnings"])
+    assert data["memories"][0]["file"] == comp["path"] == "files/report.pdf.md"  # sibling layout
+    assert (target / comp["path"]).read_bytes() == (ws / comp["path"]).read_bytes()  # id, hashes, body
+    assert cli.json("companion", "files/report.pdf", "--check", "-w", str(target), code=6)["data"][
+        "state"
+    ] == ("orphaned")
+    (target / "files").mkdir(exist_ok=True)
+    (target / "files" / "report.pdf").write_bytes((ws / "files" / "report.pdf").read_bytes())
+    assert (
+        cli.json("companion", "files/report.pdf", "--check", "-w", str(target))["data"]["state"] == "current"
+    )
+    assert cli.json("index-rebuild", "--check", "-w", str(target))["exit_code"] == 0
+    again = cli.json("import", str(out), "-w", str(target))["data"]
+    assert again["imported"] == 0 and again["already_imported"] == 1
