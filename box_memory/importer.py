@@ -4,26 +4,41 @@ Formats (each reader yields `SourceItem`s; nothing here writes to the source):
 - `basic-memory`: a basic-memory project folder. Markdown with YAML frontmatter `title`, `type`,
   `tags` (list or comma-separated), `permalink`; observations (`- [category] text #tag`) and
   relations (`- relation_type [[Target]]`) stay in the body as written, and every `[[Target]]`
-  also goes to `related`. Shape: basic-memory's NOTE-FORMAT.md and
-  https://docs.basicmemory.com/concepts/knowledge-format
-- `claude-code`: `CLAUDE.md` / `CLAUDE.local.md` / `.claude/CLAUDE.md` / `.claude/rules/*.md` files
-  (one memory per `## ` section, or the whole file when it has none) and the auto-memory folder
-  (`~/.claude/projects/<project>/memory/`: `MEMORY.md` index plus one file per memory with
-  frontmatter `name`, `description`, `type: user|feedback|project|reference`), one memory per file.
-  Shape: https://code.claude.com/docs/en/memory
+  also goes to `related`. The note's folder in the project goes to the source entry (`folder`);
+  times follow basic-memory's own rule (frontmatter `created` / `modified`, else the file's
+  creation and modification times); `status: draft` makes a draft, and every other key the note
+  carries (`priority`, `due`, ...) is kept in the memory's frontmatter (a key box-memory itself
+  uses goes to the source entry's `frontmatter` instead). Shape: basic-memory's NOTE-FORMAT.md,
+  https://docs.basicmemory.com/concepts/knowledge-format, and its `schema_to_markdown`.
+- `claude-code`: `CLAUDE.md` / `CLAUDE.local.md` / `.claude/CLAUDE.md` / `.claude/rules/**/*.md`
+  files (one memory per `## ` section, or the whole file when it has none; a rule's `paths:`
+  scope goes to the source entry), the `CLAUDE.md` / `CLAUDE.local.md` of each folder above a
+  project source (as Claude Code loads them), the files a CLAUDE.md imports with `@path` (up to
+  five hops), and the auto-memory folder (`~/.claude/projects/<project>/memory/`, sub-folders
+  included: `MEMORY.md` index plus one file per memory with frontmatter `name`, `description`,
+  `type: user|feedback|project|reference`), one memory per file. A file read from outside the
+  source (a parent's CLAUDE.md, an import) must be a regular markdown file, never a link; the
+  report lists each one (`read_outside_source`). Shape: https://code.claude.com/docs/en/memory
 - `mem0`: a JSON export as mem0's `Memory.get_all()` returns it (`{"results": [...]}`) or a bare
   list, each item `{id, memory, hash, metadata, created_at, updated_at, user_id, agent_id,
-  run_id, categories}` (mem0ai/mem0 `mem0/memory/main.py`, `MemoryItem`); JSON Lines too.
+  run_id, actor_id, role, categories}` (mem0ai/mem0 `mem0/memory/main.py`, `MemoryItem`); JSON
+  Lines too. Only `agent_id` names the memory's agent; the session keys and `metadata` are kept
+  in the source entry.
 - `markdown`: a plain folder of `.md` / `.markdown` / `.txt`, one memory per file, the title from
   the first heading or the file name.
-- `box-memory`: the JSONL that `box-memory export` writes; ids, timestamps, status and supersede
-  chains are kept, so export -> import reproduces a workspace.
+- `box-memory` (alias `jsonl`): the JSONL that `box-memory export` writes, or a markdown-zip
+  export (the zip, or the folder it was unpacked into: its `export.jsonl`); ids, timestamps,
+  status, supersede chains and companions are kept, so export -> import reproduces a workspace.
+  A record of a team the target lacks stops the import before anything is written.
 
 Every imported memory carries a `sources` entry `{type: <format>, ref: <original path or id>,
-digest: sha256:<hex of the source item>, imported_at}`; an item whose digest (or, for box-memory,
-whose id) is already in the workspace is skipped, so re-running an import writes nothing new.
-Writes go through `memories.prepare_write` / `memories.write_many`: the same validation, lock and
-index updates as `box-memory write`.
+digest: sha256:<hex of the source item>, imported_at}`. An item whose ref an earlier import wrote
+with the same digest (or, for box-memory, whose id is in the workspace) is skipped, so re-running
+an import writes nothing new; an item whose ref was imported with another digest supersedes that
+memory (or the current end of its chain; one archived since is left alone). No file is read
+through a symbolic link that leads out of the source, and a source inside the workspace is
+refused. Writes go through `memories.prepare_write` / `memories.write_many`: the same
+validation, lock and index updates as `box-memory write`.
 """
 
 from __future__ import annotations
