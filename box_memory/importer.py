@@ -371,7 +371,7 @@ def _is_memory_dir(root: Path) -> bool:
 _CLAUDE_SKIP = {"plugins", "todos", "shell-snapshots", "statsig", "ide", "debug", "file-history"}
 # `@path` imports in a CLAUDE.md (Claude Code's memory docs: relative to the importing file, `~`
 # for the home folder, up to 5 hops deep, never inside code spans or fenced blocks).
-_CLAUDE_IMPORT_RE = re.compile(r"(?:^|(?<=\s))@((?:~|\.{1,2})?/?[^\s`@]+)")
+_CLAUDE_IMPORT_RE = re.compile(r"(?<!\S)@((?:~|\.{1,2})?/?[^\s`@]+)")  # at a line's start too
 _FENCE_RE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 _CODE_SPAN_RE = re.compile(r"`[^`\n]*`")
 MAX_IMPORT_HOPS = 5

@@ -401,6 +401,7 @@ def test_claude_code_parent_files_imports_and_rule_scope(cli, ws: Path, tmp_path
         "web CLAUDE.md - Web app",
         "web import style.md - Style guide",
         "web import setup.md - Setup",
+        "web import deploy.md - Deploys",  # an import at the start of a line
         "web rule frontend - Frontend rules",
     }
     style = mems["web import style.md - Style guide"]["sources"][0]
@@ -416,5 +417,5 @@ def test_claude_code_parent_files_imports_and_rule_scope(cli, ws: Path, tmp_path
     assert f"read from outside the source: {mono / 'CLAUDE.md'}" in human.stdout
     ws_before = snapshot(ws / "memories")
     again = do_import(cli, ws, str(src))["data"]
-    assert again["imported"] == 0 and again["already_imported"] == 5
+    assert again["imported"] == 0 and again["already_imported"] == 6
     assert snapshot(ws / "memories") == ws_before and snapshot(mono) == before

@@ -124,5 +124,5 @@ def test_files_claude_code_names_outside_the_source_must_be_regular_markdown(
     assert reasons[str(mono / "CLAUDE.md")] == "a symbolic link outside the source; not followed"
     assert reasons[str(mono / "docs" / "style.md")] == "a symbolic link outside the source; not followed"
     assert any("passwd" in w and "not a markdown file" in w for w in env["warnings"])
-    assert data["imported"] == 3  # web CLAUDE.md, its setup.md import, the frontend rule
+    assert data["imported"] == 4  # web CLAUDE.md, its setup.md and deploy.md imports, the frontend rule
     assert_no_secret(ws)
