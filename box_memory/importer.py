@@ -445,6 +445,7 @@ class ClaudeReader:
     when it is a regular markdown file. `outside` lists every file read from outside the tree."""
 
     root: Path
+    named: Path | None = None  # a file named on the command line: read even when it is a link
     outside: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     _done: set[Path] = field(default_factory=set)
@@ -455,6 +456,8 @@ class ClaudeReader:
         return _abs(path) == top or top in _abs(path).parents
 
     def read(self, path: Path) -> tuple[bytes, str]:
+        if path == self.named:
+            return _read_text(path)
         if self.within(path):
             return _read_inside(path, self.root)
         why = regular_markdown(path)
@@ -1071,7 +1074,7 @@ def _read_items(ws: Workspace, source: Path, fmt: str, report: ImportReport) -> 
     if source.is_file() and fmt == "markdown":
         items = list(_single_markdown(source))
     elif fmt == "claude-code":
-        reader = ClaudeReader(source.parent if source.is_file() else source)
+        reader = ClaudeReader(source.parent, source) if source.is_file() else ClaudeReader(source)
         if source.is_file():
             label = _project_label(source, reader.root)
             items = list(reader.instruction(source, label=label, hops=0))

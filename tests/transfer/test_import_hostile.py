@@ -126,3 +126,13 @@ def test_files_claude_code_names_outside_the_source_must_be_regular_markdown(
     assert any("passwd" in w and "not a markdown file" in w for w in env["warnings"])
     assert data["imported"] == 4  # web CLAUDE.md, its setup.md and deploy.md imports, the frontend rule
     assert_no_secret(ws)
+
+
+def test_a_file_named_on_the_command_line_is_read_even_as_a_link(cli, ws: Path, tmp_path: Path) -> None:
+    """The rule is about links found inside a source; the source the user names is theirs."""
+    real = copy_source(tmp_path, "claude-code/project") / "CLAUDE.md"
+    link = tmp_path / "elsewhere" / "CLAUDE.md"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    data = do_import(cli, ws, str(link))["data"]
+    assert data["failed"] == 0 and data["imported"] == 4
