@@ -156,11 +156,12 @@ def wikilinks(text: str) -> list[str]:
     return out
 
 
-def _read_text(path: Path) -> tuple[bytes, str]:
+def _read_text(path: Path, *, follow: bool = True) -> tuple[bytes, str]:
     """(bytes, UTF-8 text) of one source file; a FIFO, device or oversized file is refused, never
-    waited on (the same bounded read as every workspace file)."""
+    waited on (the same bounded read as every workspace file). `follow=False`: a symbolic link
+    is refused too, at the open itself."""
     try:
-        raw = read_regular(path, "source")
+        raw = read_regular(path, "source", follow=follow)
     except UnreadableFile as e:
         raise InvalidInput(str(e)) from None
     try:
@@ -184,8 +185,14 @@ def _abs(path: Path) -> Path:
     return Path(os.path.normpath(path.absolute()))
 
 
-def _read_inside(path: Path, root: Path) -> tuple[bytes, str]:
-    """`_read_text` of a file found under `root`, never through a link that leaves it."""
+def _read_inside(path: Path, root: Path, *, walked: bool = True) -> tuple[bytes, str]:
+    """`_read_text` of a file found under `root`, never through a link that leaves it.
+
+    `walked`: the path came from walking `root` (os.walk enters no linked folder), so only the
+    file itself can be a link: a plain file is opened refusing links (no race with a swap), and
+    only a link pays for resolving where it leads."""
+    if walked and not path.is_symlink():
+        return _read_text(path, follow=False)
     target = _outside(path, root)
     if target is not None:
         raise InvalidInput(f"a symbolic link out of the source (to {target}); not followed")
@@ -459,7 +466,7 @@ class ClaudeReader:
         if path == self.named:
             return _read_text(path)
         if self.within(path):
-            return _read_inside(path, self.root)
+            return _read_inside(path, self.root, walked=False)  # an @import may pass a linked folder
         why = regular_markdown(path)
         if why is not None:
             raise InvalidInput(why)
