@@ -53,7 +53,8 @@ def import_cmd(
         if dry_run:
             lines.append(
                 f"Dry run: would import {data['would_import']} of {data['items']} items "
-                f"({data['already_imported']} already imported, {data['failed']} failed); nothing written"
+                f"({data['updated']} updates, {data['already_imported']} already imported, "
+                f"{data['failed']} failed); nothing written"
             )
         else:
             lines.append(

@@ -63,6 +63,8 @@ def test_a_mem0_update_supersedes_its_import(cli, ws: Path, tmp_path: Path) -> N
         updated_at="2024-10-01T09:00:00.000000-07:00",
     )
     src.write_text(json.dumps(data, indent=2))
+    preview = cli("import", str(src), "--dry-run", "-w", str(ws))
+    assert "would import 1 of 4 items (1 updates, 2 already imported" in preview.stdout
     env = do_import(cli, ws, str(src))
     again = env["data"]
     assert again["imported"] == 1 and again["updated"] == 1 and again["already_imported"] == 2
