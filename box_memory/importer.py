@@ -487,8 +487,8 @@ class ClaudeReader:
         """CLAUDE.md / CLAUDE.local.md in each folder above the source (outermost first), as
         Claude Code loads them from the working folder up to, not including, `/`."""
         top = _abs(self.root)
-        if top.name == ".claude" or _is_memory_dir(top):
-            return []
+        if ".claude" in top.parts or _is_memory_dir(top):
+            return []  # the user's Claude folder (its own CLAUDE.md is user memory, not a parent's)
         found: list[Path] = []
         for folder in top.parents:
             if folder.parent == folder:

@@ -143,6 +143,15 @@ def test_claude_code_auto_memory_folder_alone(cli, ws: Path, tmp_path: Path) -> 
     assert data["imported"] == 6 and "Billing cut-over" in memories(ws)
 
 
+def test_a_folder_inside_the_claude_dir_reads_no_parent_claude_md(cli, ws: Path, tmp_path: Path) -> None:
+    """`~/.claude/projects` holds no CLAUDE.md of its own; the user's `~/.claude/CLAUDE.md` above
+    it is user memory, not a parent folder's project memory, and is not pulled in."""
+    home = copy_source(tmp_path, "claude-code/home/.claude")
+    data = do_import(cli, ws, str(home / "projects"), "--from", "claude-code")["data"]
+    assert data["read_outside_source"] == [] and data["imported"] == 6
+    assert not any("CLAUDE.md" in t for t in memories(ws))
+
+
 def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
     src = copy_source(tmp_path, "mem0/get_all.json")
     before = snapshot(src.parent)
