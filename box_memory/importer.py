@@ -624,25 +624,31 @@ def split_sections(text: str) -> list[tuple[str, str]]:
 
 
 EXPORT_MEMBER = "export.jsonl"  # the records inside a `box-memory export --format markdown-zip`
+# An export holds a whole workspace: far past the 8 MiB one note or CLAUDE.md may have.
+EXPORT_CAP = 1024 * 1024 * 1024
 
 
 def _export_text(path: Path) -> str:
     """The JSON Lines of a box-memory export: the file itself, or `export.jsonl` inside a
     markdown-zip export (the zip file, or the folder it was unpacked into)."""
     if path.is_dir():
-        return _read_inside(path / EXPORT_MEMBER, path)[1]
+        member = path / EXPORT_MEMBER
+        if _outside(member, path) is not None:
+            raise InvalidInput(f"{EXPORT_MEMBER} is a symbolic link out of the source; not followed")
+        path = member
+    raw = guarded(path, str(path), _read_text_bytes, path, EXPORT_CAP)  # timed in Box Drive
     if path.suffix.lower() != ".zip":
-        return _read_text(path)[1]
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise InvalidInput("not UTF-8 text") from None
     import zipfile
 
-    from box_memory.safeio import LIMITS
-
-    raw = _read_text_bytes(path, LIMITS["source"] * 8)  # the zip holds the memory files too
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             info = zf.getinfo(EXPORT_MEMBER)
-            if info.file_size > LIMITS["source"]:
-                raise InvalidInput(f"{EXPORT_MEMBER} in the zip is larger than the import limit")
+            if info.file_size > EXPORT_CAP:
+                raise InvalidInput(f"{EXPORT_MEMBER} in the zip is larger than the 1 GiB import limit")
             data = zf.read(info)
     except KeyError:
         raise InvalidInput(f"not a box-memory export zip (no {EXPORT_MEMBER} in it)") from None
@@ -655,11 +661,18 @@ def _export_text(path: Path) -> str:
 
 
 def _read_text_bytes(path: Path, cap: int) -> bytes:
-    fd, size = open_regular(path)
+    """A regular file of at most `cap` bytes (never a FIFO or device), whole."""
+    try:
+        fd, size = open_regular(path)
+    except UnreadableFile as e:
+        raise InvalidInput(str(e)) from None
     with os.fdopen(fd, "rb") as fh:
         if size > cap:
             raise InvalidInput(f"larger than the {cap // (1024 * 1024)} MiB import limit")
-        return fh.read(cap + 1)
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise InvalidInput(f"larger than the {cap // (1024 * 1024)} MiB import limit")
+    return data
 
 
 def _json_items(path: Path, text: str | None = None) -> tuple[list[Any], list[SourceItem]]:

@@ -224,3 +224,17 @@ def test_companions_come_back_as_companions(cli, ws: Path, tmp_path: Path) -> No
     assert cli.json("index-rebuild", "--check", "-w", str(target))["exit_code"] == 0
     again = cli.json("import", str(out), "-w", str(target))["data"]
     assert again["imported"] == 0 and again["already_imported"] == 1
+
+
+def test_an_export_past_the_single_note_limit_imports(cli, ws: Path, tmp_path: Path) -> None:
+    """A source file (a note, a CLAUDE.md, a mem0 export) may be 8 MiB; an export holds a whole
+    workspace and comes back whole. 9 memories of ~1 MiB each make a ~9.5 MiB export."""
+    big = "word " * 200_000  # 1,000,000 bytes: just under the 1 MiB content cap
+    for i in range(9):
+        write(cli, ws, f"{i} {big}", f"Large memory {i}")
+    out = tmp_path / "export.jsonl"
+    cli.json("export", "-o", str(out), "-w", str(ws))
+    assert out.stat().st_size > 8 * 1024 * 1024
+    target = fresh_workspace(cli, tmp_path, "target")
+    data = cli.json("import", str(out), "-w", str(target))["data"]
+    assert data["imported"] == 9 and data["failed"] == 0
