@@ -29,7 +29,8 @@ Formats (each reader yields `SourceItem`s; nothing here writes to the source):
 - `box-memory` (alias `jsonl`): the JSONL that `box-memory export` writes, or a markdown-zip
   export (the zip, or the folder it was unpacked into: its `export.jsonl`); ids, timestamps,
   status, supersede chains and companions are kept, so export -> import reproduces a workspace.
-  A record of a team the target lacks stops the import before anything is written.
+  A record of a team the target lacks stops the import before anything is written. An export
+  file (this one or mem0's) may be up to 1 GiB; any other source file up to 8 MiB.
 
 Every imported memory carries a `sources` entry `{type: <format>, ref: <original path or id>,
 digest: sha256:<hex of the source item>, imported_at}`. An item whose ref an earlier import wrote
@@ -624,7 +625,8 @@ def split_sections(text: str) -> list[tuple[str, str]]:
 
 
 EXPORT_MEMBER = "export.jsonl"  # the records inside a `box-memory export --format markdown-zip`
-# An export holds a whole workspace: far past the 8 MiB one note or CLAUDE.md may have.
+# An export (box-memory's, or mem0's get_all) holds a whole store: far past the 8 MiB one note or
+# CLAUDE.md may have.
 EXPORT_CAP = 1024 * 1024 * 1024
 
 
@@ -710,7 +712,7 @@ def _json_items(path: Path, text: str | None = None) -> tuple[list[Any], list[So
 
 def read_mem0(path: Path) -> Iterator[SourceItem]:
     try:
-        items, errors = _json_items(path)
+        items, errors = _json_items(path, _export_text(path))  # a whole store: the export cap
     except (OSError, InvalidInput) as e:
         yield SourceItem(str(path), error=_reason(e))
         return

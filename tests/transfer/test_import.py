@@ -428,3 +428,17 @@ def test_claude_code_parent_files_imports_and_rule_scope(cli, ws: Path, tmp_path
     again = do_import(cli, ws, str(src))["data"]
     assert again["imported"] == 0 and again["already_imported"] == 6
     assert snapshot(ws / "memories") == ws_before and snapshot(mono) == before
+
+
+def test_a_mem0_export_past_8_mib_imports(cli, ws: Path, tmp_path: Path) -> None:
+    """mem0's get_all is a whole store, read with the export cap, not the 8 MiB of one note."""
+    shape = json.loads((FIXTURES / "mem0" / "get_all.json").read_text())["results"][0]
+    items = [
+        {**shape, "id": f"0b9d4a2e-6c1f-4f7e-9a51-3f2d8c7e1a{i:02d}", "memory": f"{i} " + "word " * 200_000}
+        for i in range(9)
+    ]
+    src = tmp_path / "get_all.json"
+    src.write_text(json.dumps({"results": items}))
+    assert src.stat().st_size > 8 * 1024 * 1024
+    data = do_import(cli, ws, str(src))["data"]
+    assert data["imported"] == 9 and data["failed"] == 0
