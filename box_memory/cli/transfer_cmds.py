@@ -23,7 +23,8 @@ def import_cmd(
         str | None,
         typer.Option(
             "--from",
-            help="basic-memory | claude-code | mem0 | markdown | box-memory (detected when omitted).",
+            help="basic-memory | claude-code | mem0 | markdown | box-memory (alias jsonl; "
+            "detected when omitted).",
         ),
     ] = None,
     dry_run: Annotated[
@@ -35,7 +36,8 @@ def import_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Import memories from basic-memory, Claude Code, mem0 or a markdown folder (idempotent)."""
+    """Import memories from basic-memory, Claude Code, mem0 or a markdown folder (idempotent: an
+    unchanged item is skipped, a changed one supersedes what it imported before)."""
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
@@ -51,12 +53,14 @@ def import_cmd(
         if dry_run:
             lines.append(
                 f"Dry run: would import {data['would_import']} of {data['items']} items "
-                f"({data['already_imported']} already imported, {data['failed']} failed); nothing written"
+                f"({data['updated']} updates, {data['already_imported']} already imported, "
+                f"{data['failed']} failed); nothing written"
             )
         else:
             lines.append(
                 f"Imported {data['imported']} of {data['items']} items "
-                f"({data['already_imported']} already imported, {data['failed']} failed)"
+                f"({data['updated']} updated, {data['already_imported']} already imported, "
+                f"{data['failed']} failed)"
             )
         if data["by_kind"]:
             lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in data["by_kind"].items()))
@@ -65,6 +69,8 @@ def import_cmd(
         shown_of = data["would_import"] if dry_run else data["imported"]
         if len(data["first_titles"]) < (shown_of or 0):
             lines.append(f"  ... and {shown_of - len(data['first_titles'])} more")
+        for path in data["read_outside_source"]:  # files the source format itself names
+            lines.append(f"  read from outside the source: {escape(path)}")
         return Outcome(result, lines)
 
     run("import", o, go)

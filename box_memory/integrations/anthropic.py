@@ -19,8 +19,14 @@ Paths outside `/memories` and traversal out of it are refused with the SDK's own
 as `ToolError` so the tool runner hands them to Claude as an error result. The texts Claude sees
 follow `BetaLocalFilesystemMemoryTool` in anthropic's `lib/tools/_beta_builtin_memory_tool.py`.
 
-A memory body is `# <title>` then the file's text; the file's text is what `view` returns (blank
-lines at its start and end are not kept: a stored file ends with exactly one newline).
+A memory body is `# <title>`, a blank line, then the file's text. What Claude writes is what it
+reads back, byte for byte: a memory body always ends with one newline, so the number of newlines
+the file really ends with is kept in its source entry (`trailing_newlines`; a version written
+before it was kept reads back as it always did). Two limits differ from the SDK's local tool,
+which has none: a file's text is at most 1 MiB (`commit.MAX_CONTENT_BYTES`, the workspace's cap
+for one memory), and it may not hold control characters other than tab, newline, carriage return
+and form feed (a memory is a text file). A write past either is refused with a `ToolError` that
+says so, and nothing is stored.
 
 Install with `pip install 'box-memory[anthropic]'`.
 """
@@ -137,17 +143,16 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         path = IndexEntry(folder, entry).path
         raw = self.workspace.store.read_bytes(path)
         meta, body = frontmatter.parse(raw.decode("utf-8"), path)
-        ref = next(
-            (
-                str(s.get("ref"))
-                for s in meta.get("sources") or []
-                if isinstance(s, dict) and s.get("type") == SOURCE_TYPE
-            ),
+        source = next(
+            (s for s in meta.get("sources") or [] if isinstance(s, dict) and s.get("type") == SOURCE_TYPE),
             None,
         )
-        if ref is None:
+        if source is None:
             return None
-        version = StoredFile(mem_id, ref, unwrap(body, str(meta.get("title") or "")))
+        ending = source.get("trailing_newlines")
+        ending = ending if isinstance(ending, int) and not isinstance(ending, bool) and ending >= 0 else None
+        text = unwrap(body, str(meta.get("title") or ""), ending)
+        version = StoredFile(mem_id, str(source.get("ref")), text)
         self._versions[mem_id] = version
         return version
 
@@ -180,6 +185,9 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         from box_memory.memories import WriteRequest, write_memory
 
         title = title_for(path)
+        extra: dict[str, Any] = {"status": status} if status != "active" else {}
+        # A memory body ends with one newline; the file's own ending is kept in its source entry.
+        extra["sources"] = [{"type": SOURCE_TYPE, "ref": path, "trailing_newlines": trailing_newlines(text)}]
         req = WriteRequest(
             content=wrap(title, text),
             title=title,
@@ -188,16 +196,15 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
             team=self.team,
             supersedes=supersedes,
             agent=self.agent,
-            sources=[f"{SOURCE_TYPE}:{path}"],
             new_slug=True,
-            extra_meta={"status": status} if status != "active" else {},
+            extra_meta=extra,
         )
         try:
             res = write_memory(self.workspace, req)
         except BoxMemoryError as e:
             raise ToolError(f"Could not save {path}: {e}") from None
         mem_id = str(res.data["id"])
-        self._versions[mem_id] = StoredFile(mem_id, path, normalize(text))
+        self._versions[mem_id] = StoredFile(mem_id, path, text)
         return mem_id
 
     # --- helpers over paths -------------------------------------------------------------------
@@ -283,7 +290,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         changed = content[: content.find(command.old_str)].count("\n")
         new_content = content.replace(command.old_str, command.new_str)
         self._write(path, new_content, supersedes=current.mem_id)
-        new_lines = normalize(new_content).split("\n")
+        new_lines = new_content.split("\n")
         lo, hi = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{new_lines[n - 1]}" for n in range(lo + 1, hi + 1)]
         return (
@@ -303,7 +310,10 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
                 f"It should be within the range [0, {len(lines)}]."
             )
         lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
-        self._write(path, "\n".join(lines) + "\n", supersedes=current.mem_id)
+        new_content = "\n".join(lines)
+        if not new_content.endswith("\n"):  # as the SDK's local tool writes it
+            new_content += "\n"
+        self._write(path, new_content, supersedes=current.mem_id)
         return f"The file {path} has been edited."
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
@@ -361,21 +371,32 @@ def _parents(path: str) -> list[str]:
 
 
 def normalize(text: str) -> str:
-    """The text as a memory keeps it: no blank lines at either end, exactly one final newline."""
+    """How versions written before `trailing_newlines` was kept read back: no blank lines at
+    either end, exactly one final newline."""
     text = text.strip("\n")
     return text + "\n" if text else ""
 
 
+def trailing_newlines(text: str) -> int:
+    return len(text) - len(text.rstrip("\n"))
+
+
 def wrap(title: str, text: str) -> str:
-    return f"# {title}\n\n{normalize(text)}"
+    """The memory body for a file: its heading, a blank line, the text exactly as given."""
+    return f"# {title}\n\n{text}"
 
 
-def unwrap(body: str, title: str) -> str:
-    """The file text back out of a memory body written by `wrap`."""
+def unwrap(body: str, title: str, ending: int | None = 1) -> str:
+    """The file text back out of a memory body written by `wrap`. `ending`: how many newlines the
+    file ended with (None: a version from before that was kept, read as `normalize` left it)."""
     body = body.lstrip("\n")
     head = f"# {title}"
     if body.startswith(head + "\n\n"):
-        return normalize(body[len(head) + 2 :])
-    if body.rstrip("\n") == head:
-        return ""
-    return normalize(body)
+        text = body[len(head) + 2 :]
+    elif body.rstrip("\n") == head:
+        text = ""
+    else:
+        text = body
+    if ending is None:
+        return normalize(text)
+    return text.rstrip("\n") + "\n" * ending

@@ -2,8 +2,12 @@
 SDK's own `execute()` / `call()`, on a local workspace and on a Box workspace behind the emulator
 (real MCP over real HTTP on 127.0.0.1; no Anthropic API call is made)."""
 
+# The SDK's own tests below are vendored as written: their long lines and unescaped match= texts.
+# ruff: noqa: E501, RUF043
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -81,15 +85,17 @@ def test_every_command(bk: Backend) -> None:
         first_id = tool.current_files()["/memories/notes/todo.md"].mem_id
         mem = bk.data("get", first_id)
         assert mem["frontmatter"]["tags"] == ["memory-tool"]
-        assert mem["frontmatter"]["sources"] == [{"type": "memory_tool", "ref": "/memories/notes/todo.md"}]
+        assert mem["frontmatter"]["sources"] == [
+            {"type": "memory_tool", "ref": "/memories/notes/todo.md", "trailing_newlines": 1}
+        ]
 
         # view: a directory listing with sizes, and a file with line numbers
         listing = tool.execute(view("/memories")).splitlines()
         assert listing[1:] == [
-            "36B\t/memories",
+            "35B\t/memories",
             "22B\t/memories/notes/",
             "22B\t/memories/notes/todo.md",
-            "14B\t/memories/prefs.md",
+            "13B\t/memories/prefs.md",  # "tea, no sugar", as written: no newline added
         ]
         assert tool.execute(view("/memories/notes/todo.md")) == (
             "Here's the content of /memories/notes/todo.md with line numbers:\n"
@@ -227,3 +233,452 @@ def test_a_missing_workspace_is_a_tool_error(tmp_path) -> None:
     tool = BoxMemoryTool(str(tmp_path / "no-workspace-here"))
     message = refused(tool, view("/memories"))
     assert message.startswith("memory store unavailable:")
+
+
+# --- The Anthropic SDK's own tests of its memory tool, run against BoxMemoryTool ----------------
+# Vendored from anthropics/anthropic-sdk-python, tests/lib/tools/memory_tools/test_filesystem.py
+# (class TestBetaLocalFilesystemMemoryTool, commit 009b0353), unchanged but for three things: the
+# fixture is a BoxMemoryTool on each backend, a "directory snapshot" is the tool's current files
+# read back from the workspace (path without its leading "/" -> text), and the tests of a local
+# folder's own machinery (directory modes, symlinks on disk) are left out: a workspace has no
+# such folder. test_view_error_for_files_with_too_many_lines is replaced by
+# test_a_file_past_the_memory_cap_is_refused: its 1,000,000 lines do not fit in one memory.
+
+
+def snapshot_of(tool: BoxMemoryTool) -> dict[str, str]:
+    return {path[1:]: f.text for path, f in tool.current_files().items()}
+
+
+@pytest.fixture
+def tool(bk: Backend) -> Iterator[BoxMemoryTool]:
+    t = BoxMemoryTool(bk.spec)
+    yield t
+    t.close()
+
+
+class TestSdkMemoryToolSuite:
+    def test_create(self, tool: BoxMemoryTool) -> None:
+        result = tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Hello, World!",
+                path="/memories/test_file.txt",
+            )
+        )
+        assert result == "File created successfully at: /memories/test_file.txt"
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/test_file.txt": "Hello, World!"}
+
+    def test_create_nested_directories(self, tool: BoxMemoryTool) -> None:
+        result = tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Nested file",
+                path="/memories/deep/nested/file.txt",
+            )
+        )
+        assert result == "File created successfully at: /memories/deep/nested/file.txt"
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/deep/nested/file.txt": "Nested file"}
+
+    def test_create_error_if_file_already_exists(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Original",
+                path="/memories/existing.txt",
+            )
+        )
+
+        with pytest.raises(ToolError, match="File /memories/existing.txt already exists"):
+            tool.create(
+                BetaMemoryTool20250818CreateCommand(
+                    command="create",
+                    file_text="New",
+                    path="/memories/existing.txt",
+                )
+            )
+
+    def test_view_file(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Line 1\nLine 2\nLine 3",
+                path="/memories/view_test.txt",
+            )
+        )
+
+        result = tool.view(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/view_test.txt"))
+        assert (
+            result
+            == "Here's the content of /memories/view_test.txt with line numbers:\n     1\tLine 1\n     2\tLine 2\n     3\tLine 3"
+        )
+
+    def test_view_directory(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="File 1",
+                path="/memories/dir/file1.txt",
+            )
+        )
+
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="File 2",
+                path="/memories/dir/file2.txt",
+            )
+        )
+
+        result = tool.view(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/dir"))
+
+        assert "Here're the files and directories up to 2 levels deep in /memories/dir" in result
+        assert "/memories/dir" in result
+        assert "/memories/dir/file1.txt" in result
+        assert "/memories/dir/file2.txt" in result
+
+    def test_view_file_with_range(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Line 1\nLine 2\nLine 3\nLine 4\nLine 5",
+                path="/memories/range_test.txt",
+            )
+        )
+
+        result = tool.view(
+            BetaMemoryTool20250818ViewCommand(
+                command="view", path="/memories/range_test.txt", view_range=[2, 4]
+            )
+        )
+
+        assert (
+            result
+            == "Here's the content of /memories/range_test.txt with line numbers:\n     2\tLine 2\n     3\tLine 3\n     4\tLine 4"
+        )
+
+    def test_view_error_for_non_existent_file(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(
+            ToolError, match="The path /memories/nonexistent.txt does not exist. Please provide a valid path."
+        ):
+            tool.view(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/nonexistent.txt"))
+
+    def test_str_replace(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Line 1\nOld Text\nLine 3",
+                path="/memories/replace_test.txt",
+            )
+        )
+
+        result = tool.str_replace(
+            BetaMemoryTool20250818StrReplaceCommand(
+                command="str_replace",
+                path="/memories/replace_test.txt",
+                old_str="Old Text",
+                new_str="New Text",
+            )
+        )
+
+        assert (
+            result
+            == "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tLine 1\n     2\tNew Text\n     3\tLine 3"
+        )
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/replace_test.txt": "Line 1\nNew Text\nLine 3"}
+
+    def test_str_replace_error_when_string_not_found(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Hello, World!",
+                path="/memories/replace_test.txt",
+            )
+        )
+
+        with pytest.raises(
+            ToolError,
+            match="No replacement was performed, old_str `NotFound` did not appear verbatim in /memories/replace_test.txt.",
+        ):
+            tool.str_replace(
+                BetaMemoryTool20250818StrReplaceCommand(
+                    command="str_replace",
+                    path="/memories/replace_test.txt",
+                    old_str="NotFound",
+                    new_str="Python",
+                )
+            )
+
+    def test_str_replace_error_when_string_appears_multiple_times(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create",
+                file_text="Hello\nMiddle\nHello",
+                path="/memories/replace_test.txt",
+            )
+        )
+
+        with pytest.raises(
+            ToolError,
+            match=r"No replacement was performed\. Multiple occurrences of old_str `Hello` in lines: 1, 3\. Please ensure it is unique",
+        ):
+            tool.str_replace(
+                BetaMemoryTool20250818StrReplaceCommand(
+                    command="str_replace",
+                    path="/memories/replace_test.txt",
+                    old_str="Hello",
+                    new_str="Hi",
+                )
+            )
+
+    def test_str_replace_error_for_non_existent_file(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(
+            ToolError, match="The path /memories/nonexistent.txt does not exist. Please provide a valid path."
+        ):
+            tool.str_replace(
+                BetaMemoryTool20250818StrReplaceCommand(
+                    command="str_replace",
+                    path="/memories/nonexistent.txt",
+                    old_str="old",
+                    new_str="new",
+                )
+            )
+
+    def test_insert(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Line 1\nLine 2", path="/memories/insert_test.txt"
+            )
+        )
+
+        result = tool.insert(
+            BetaMemoryTool20250818InsertCommand(
+                command="insert", path="/memories/insert_test.txt", insert_line=1, insert_text="Inserted Line"
+            )
+        )
+        assert result == "The file /memories/insert_test.txt has been edited."
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/insert_test.txt": "Line 1\nInserted Line\nLine 2\n"}
+
+    def test_insert_at_beginning_of_file(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Line 1\nLine 2", path="/memories/insert_test.txt"
+            )
+        )
+
+        tool.insert(
+            BetaMemoryTool20250818InsertCommand(
+                command="insert", path="/memories/insert_test.txt", insert_line=0, insert_text="First Line"
+            )
+        )
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/insert_test.txt": "First Line\nLine 1\nLine 2\n"}
+
+    def test_insert_at_end_of_file(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Line 1\nLine 2", path="/memories/insert_test.txt"
+            )
+        )
+
+        tool.insert(
+            BetaMemoryTool20250818InsertCommand(
+                command="insert", path="/memories/insert_test.txt", insert_line=2, insert_text="Last Line"
+            )
+        )
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/insert_test.txt": "Line 1\nLine 2\nLast Line\n"}
+
+    def test_insert_error_for_non_existent_file(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(
+            ToolError, match="The path /memories/nonexistent.txt does not exist. Please provide a valid path."
+        ):
+            tool.insert(
+                BetaMemoryTool20250818InsertCommand(
+                    command="insert", path="/memories/nonexistent.txt", insert_line=0, insert_text="text"
+                )
+            )
+
+    def test_insert_error_for_invalid_insert_line(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Line 1\nLine 2", path="/memories/insert_test.txt"
+            )
+        )
+
+        with pytest.raises(
+            ToolError,
+            match=r"Invalid `insert_line` parameter: 10. It should be within the range \[0, 2\]",
+        ):
+            tool.insert(
+                BetaMemoryTool20250818InsertCommand(
+                    command="insert", path="/memories/insert_test.txt", insert_line=10, insert_text="text"
+                )
+            )
+
+    def test_delete(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="To be deleted", path="/memories/delete_me.txt"
+            )
+        )
+
+        result = tool.delete(
+            BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/delete_me.txt")
+        )
+        assert result == "Successfully deleted /memories/delete_me.txt"
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {}
+
+    def test_delete_directory(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Content", path="/memories/subdir/file.txt"
+            )
+        )
+
+        result = tool.delete(BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/subdir"))
+        assert result == "Successfully deleted /memories/subdir"
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {}
+
+    def test_delete_error_when_file_not_found(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(ToolError, match="The path /memories/nonexistent.txt does not exist"):
+            tool.delete(
+                BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/nonexistent.txt")
+            )
+
+    def test_delete_not_allow_deleting_memories_directory(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(ToolError, match="Cannot delete the /memories directory itself"):
+            tool.delete(BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories"))
+
+    def test_rename(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Original content", path="/memories/old_name.txt"
+            )
+        )
+
+        result = tool.rename(
+            BetaMemoryTool20250818RenameCommand(
+                command="rename", old_path="/memories/old_name.txt", new_path="/memories/new_name.txt"
+            )
+        )
+        assert result == "Successfully renamed /memories/old_name.txt to /memories/new_name.txt"
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/new_name.txt": "Original content"}
+
+    def test_rename_to_nested_path(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="Content", path="/memories/file.txt"
+            )
+        )
+
+        result = tool.rename(
+            BetaMemoryTool20250818RenameCommand(
+                command="rename", old_path="/memories/file.txt", new_path="/memories/nested/dir/file.txt"
+            )
+        )
+        assert result == "Successfully renamed /memories/file.txt to /memories/nested/dir/file.txt"
+
+        dir_snapshot = snapshot_of(tool)
+        assert dir_snapshot == {"memories/nested/dir/file.txt": "Content"}
+
+    def test_rename_error_when_source_not_found(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(ToolError, match="The path /memories/nonexistent.txt does not exist"):
+            tool.rename(
+                BetaMemoryTool20250818RenameCommand(
+                    command="rename", old_path="/memories/nonexistent.txt", new_path="/memories/new.txt"
+                )
+            )
+
+    def test_rename_error_when_destination_exists(self, tool: BoxMemoryTool) -> None:
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="File 1", path="/memories/file1.txt"
+            )
+        )
+
+        tool.create(
+            BetaMemoryTool20250818CreateCommand(
+                command="create", file_text="File 2", path="/memories/file2.txt"
+            )
+        )
+
+        with pytest.raises(ToolError, match="The destination /memories/file2.txt already exists"):
+            tool.rename(
+                BetaMemoryTool20250818RenameCommand(
+                    command="rename", old_path="/memories/file1.txt", new_path="/memories/file2.txt"
+                )
+            )
+
+    def test_path_validation_reject_paths_not_starting_with_memories(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(ToolError, match="Path must start with /memories"):
+            tool.create(
+                BetaMemoryTool20250818CreateCommand(
+                    command="create", file_text="Invalid", path="/invalid/path.txt"
+                )
+            )
+
+    def test_path_validation_reject_paths_trying_to_escape_memories(self, tool: BoxMemoryTool) -> None:
+        with pytest.raises(
+            ToolError, match="Path /memories/../../../etc/passwd would escape /memories directory"
+        ):
+            tool.create(
+                BetaMemoryTool20250818CreateCommand(
+                    command="create", file_text="Escape attempt", path="/memories/../../../etc/passwd"
+                )
+            )
+
+    def test_a_file_past_the_memory_cap_is_refused(self, tool: BoxMemoryTool) -> None:
+        too_big = "\n".join(["line"] * 1000000)  # about 4.8 MiB; a memory holds 1 MiB of text
+        with pytest.raises(
+            ToolError, match=r"Could not save /memories/huge.txt: content is larger than 1024 KiB"
+        ):
+            tool.create(
+                BetaMemoryTool20250818CreateCommand(
+                    command="create", file_text=too_big, path="/memories/huge.txt"
+                )
+            )
+        assert snapshot_of(tool) == {}
+
+
+def test_what_claude_writes_is_what_it_reads_back(bk: Backend) -> None:
+    """Byte for byte: no newline added or dropped at either end, blank edge lines kept, CRLF kept,
+    and the same again from a fresh tool that reads the workspace (another process, say)."""
+    texts = {
+        "/memories/none.md": "no newline at the end",
+        "/memories/one.md": "one\n",
+        "/memories/two.md": "two blank lines follow\n\n\n",
+        "/memories/lead.md": "\n\nstarts after two blank lines",
+        "/memories/crlf.md": "windows\r\nline endings\r\n",
+        "/memories/empty.md": "",
+        "/memories/newlines.md": "\n\n",
+        "/memories/spaces.md": "   \n  indented   ",
+        "/memories/heading.md": "# A heading of its own\n\ntext",
+    }
+    tool = BoxMemoryTool(bk.spec)
+    try:
+        for path, text in texts.items():
+            tool.create(BetaMemoryTool20250818CreateCommand(command="create", path=path, file_text=text))
+        assert {p: f.text for p, f in tool.current_files().items()} == texts
+    finally:
+        tool.close()
+    again = BoxMemoryTool(bk.spec)
+    try:
+        assert {p: f.text for p, f in again.current_files().items()} == texts
+        lines = again.view(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/none.md"))
+        assert lines.endswith("     1\tno newline at the end")
+    finally:
+        again.close()

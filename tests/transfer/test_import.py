@@ -114,7 +114,7 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     src = copy_source(tmp_path, "claude-code/home/.claude")
     before = snapshot(src)
     data = do_import(cli, ws, str(src))["data"]
-    assert data["format"] == "claude-code" and data["imported"] == 7
+    assert data["format"] == "claude-code" and data["imported"] == 8
     mems = memories(ws)
     assert mems["user CLAUDE.md - Personal preferences"]["tags"] == ["claude-code", "claude-md"]
     assert "- The body says why, not what" in mems["user rule commit-messages - Commit messages"]["body"]
@@ -129,14 +129,27 @@ def test_claude_code_user_dir_with_auto_memory(cli, ws: Path, tmp_path: Path) ->
     assert "**Why:**" in feedback["body"]
     assert feedback["sources"][0]["project"] == "home-dev-acme-api"
     assert mems["home-dev-acme-api memory index"]["kind"] == "reference"
-    check_idempotent_and_untouched(cli, ws, src, before, 7)
+    # A topic file in a sub-folder of the auto-memory folder is a memory too.
+    billing = mems["Billing cut-over"]
+    assert billing["kind"] == "fact" and billing["sources"][0]["folder"] == "topics"
+    assert billing["sources"][0]["project"] == "home-dev-acme-api"
+    check_idempotent_and_untouched(cli, ws, src, before, 8)
 
 
 def test_claude_code_auto_memory_folder_alone(cli, ws: Path, tmp_path: Path) -> None:
     src = copy_source(tmp_path, "claude-code/home/.claude/projects/-home-dev-acme-api/memory")
     data = do_import(cli, ws, str(src))["data"]
     assert data["format"] == "claude-code" and "auto-memory" in data["detected"]
-    assert data["imported"] == 5
+    assert data["imported"] == 6 and "Billing cut-over" in memories(ws)
+
+
+def test_a_folder_inside_the_claude_dir_reads_no_parent_claude_md(cli, ws: Path, tmp_path: Path) -> None:
+    """`~/.claude/projects` holds no CLAUDE.md of its own; the user's `~/.claude/CLAUDE.md` above
+    it is user memory, not a parent folder's project memory, and is not pulled in."""
+    home = copy_source(tmp_path, "claude-code/home/.claude")
+    data = do_import(cli, ws, str(home / "projects"), "--from", "claude-code")["data"]
+    assert data["read_outside_source"] == [] and data["imported"] == 6
+    assert not any("CLAUDE.md" in t for t in memories(ws))
 
 
 def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
@@ -156,9 +169,12 @@ def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
     oat = mems["Prefers oat milk in coffee"]
     assert oat["created_at"] == "2024-07-20T17:15:30.123Z"  # -07:00 kept as the same instant in UTC
     assert oat["updated_at"] == "2024-08-02T16:01:12.000Z"
-    assert oat["agent"] == "alice" and oat["tags"] == ["preferences"]
+    # A user's own memory (user_id, no agent_id) is not written as if an agent named "alice" did.
+    assert "agent" not in oat and oat["tags"] == ["preferences"]
     assert oat["sources"][0]["ref"] == "mem0:0b9d4a2e-6c1f-4f7e-9a51-3f2d8c7e1a01"
     assert oat["sources"][0]["hash"] == "5b1e0b6fdc0a4c6e1b5f8d2a9c3e7f10"
+    assert oat["sources"][0]["user_id"] == "alice"
+    assert oat["sources"][0]["metadata"] == {"category": "preferences"}
     peanuts = mems["Is allergic to peanuts and carries an epinephrine pen"]
     assert peanuts["agent"] == "travel-planner"  # agent_id wins over user_id
     assert peanuts["tags"] == ["health", "food"]
@@ -166,6 +182,11 @@ def test_mem0_export(cli, ws: Path, tmp_path: Path) -> None:
     assert peanuts["updated_at"] == peanuts["created_at"] == "2024-07-22T01:40:00.000Z"
     work = next(m for t, m in mems.items() if t.startswith("Works at Acme"))
     assert work["tags"] == ["work"]
+    # mem0's promoted session keys and the caller's metadata are all kept in the source entry.
+    src0 = work["sources"][0]
+    assert (src0["actor_id"], src0["role"], src0["user_id"]) == ("alice", "user", "alice")
+    assert src0["metadata"] == {"source": "onboarding-chat", "tags": ["work"]}
+    assert "agent" not in work
     check_idempotent_and_untouched(cli, ws, src, before, 3)
 
 
@@ -312,10 +333,10 @@ def test_progress_bar_only_on_a_terminal(cli, ws: Path, tmp_path: Path) -> None:
 
 
 def test_unreadable_file_is_reported_by_name(cli, ws: Path, tmp_path: Path) -> None:
-    """A file that cannot be opened (here a dangling symlink: root ignores permission bits) is
-    one reported item; the others import."""
+    """A file that cannot be opened (here a dangling symlink inside the source: root ignores
+    permission bits) is one reported item; the others import."""
     src = copy_source(tmp_path, "markdown/notes")
-    (src / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    (src / "gone.md").symlink_to(src / "nowhere.md")
     data = do_import(cli, ws, str(src), "--from", "markdown")["data"]
     reasons = {Path(e["ref"]).name: e["reason"] for e in data["errors"]}
     assert reasons["gone.md"].startswith("unreadable (")
@@ -340,3 +361,84 @@ def test_a_fifo_in_the_source_is_reported_not_waited_on(
     reasons = {Path(e["ref"]).name: e["reason"] for e in env["data"]["errors"]}
     assert "FIFO" in reasons["pipe.md"]
     assert env["data"]["imported"] == 3
+
+
+def test_basic_memory_keeps_folders_times_and_its_own_keys(cli, ws: Path, tmp_path: Path) -> None:
+    src = copy_source(tmp_path, "basic-memory/custom")
+    data = do_import(cli, ws, str(src), "--from", "basic-memory")["data"]
+    assert data["imported"] == 2 and data["failed"] == 0
+    mems = memories(ws)
+    road = mems["Q3 Roadmap"]
+    assert road["status"] == "draft"  # `status: draft` arrives as a draft, not active
+    assert road["priority"] == "high" and road["due"] == "2026-09-30"
+    assert road["owner"] == {"team": "platform", "reviewers": ["ada", "grace"]}
+    assert road["sources"][0]["folder"] == "plans/2026"  # the note's folder in the project
+    # One heading: the line above the title stays, the title is not written twice.
+    assert road["body"].count("# Q3 Roadmap") == 1
+    assert "> Draft: numbers still moving." in road["body"]
+    assert "- [goal] Ship the sync protocol v2 #sync" in road["body"]
+    search = mems["Search Design"]
+    assert search["created_at"] == "2024-03-01T08:30:00.000Z"
+    assert search["updated_at"] == "2024-06-12T15:05:00.000Z"
+    assert "folder" not in search["sources"][0]  # at the project's top
+
+
+def test_basic_memory_created_is_not_the_modification_time(cli, ws: Path, tmp_path: Path) -> None:
+    """A note without `created`: basic-memory takes the file's creation (status change) time;
+    the import does too instead of copying the modification time into both."""
+    src = copy_source(tmp_path, "basic-memory/project")
+    later = 4_000_000_000  # 2096: the file was modified after it was made (now)
+    os.utime(src / "search-design.md", (later, later))
+    do_import(cli, ws, str(src))
+    search = memories(ws)["Search Design"]
+    assert search["updated_at"] == "2096-10-02T07:06:40.000Z"
+    assert search["created_at"] < search["updated_at"]
+
+
+def test_claude_code_parent_files_imports_and_rule_scope(cli, ws: Path, tmp_path: Path) -> None:
+    """What Claude Code loads for a project beyond its own tree: the parent folders' CLAUDE.md and
+    the `@path` imports; each file read from outside the source is listed."""
+    mono = copy_source(tmp_path, "claude-code/monorepo")
+    src = mono / "apps" / "web"
+    before = snapshot(mono)
+    env = do_import(cli, ws, str(src))
+    data = env["data"]
+    assert data["read_outside_source"] == [str(mono / "CLAUDE.md"), str(mono / "docs" / "style.md")]
+    mems = memories(ws)
+    assert set(mems) == {
+        "monorepo CLAUDE.md - Shared rules",
+        "web CLAUDE.md - Web app",
+        "web import style.md - Style guide",
+        "web import setup.md - Setup",
+        "web import deploy.md - Deploys",  # an import at the start of a line
+        "web rule frontend - Frontend rules",
+    }
+    style = mems["web import style.md - Style guide"]["sources"][0]
+    assert style["imported_by"] == str(src / "CLAUDE.md")
+    assert style["path"] == str(mono / "docs" / "style.md")
+    # A conditional rule keeps its scope; its frontmatter is not part of the text.
+    rule = mems["web rule frontend - Frontend rules"]
+    assert rule["sources"][0]["paths"] == ["src/**/*.tsx", "src/**/*.css"]
+    assert "paths:" not in rule["body"] and "function components" in rule["body"]
+    # `@package.json` is no markdown file: named in a warning, not read.
+    assert any("package.json" in w and "not a markdown file" in w for w in env["warnings"])
+    human = cli("import", str(src), "--dry-run", "-w", str(ws))
+    assert f"read from outside the source: {mono / 'CLAUDE.md'}" in human.stdout
+    ws_before = snapshot(ws / "memories")
+    again = do_import(cli, ws, str(src))["data"]
+    assert again["imported"] == 0 and again["already_imported"] == 6
+    assert snapshot(ws / "memories") == ws_before and snapshot(mono) == before
+
+
+def test_a_mem0_export_past_8_mib_imports(cli, ws: Path, tmp_path: Path) -> None:
+    """mem0's get_all is a whole store, read with the export cap, not the 8 MiB of one note."""
+    shape = json.loads((FIXTURES / "mem0" / "get_all.json").read_text())["results"][0]
+    items = [
+        {**shape, "id": f"0b9d4a2e-6c1f-4f7e-9a51-3f2d8c7e1a{i:02d}", "memory": f"{i} " + "word " * 200_000}
+        for i in range(9)
+    ]
+    src = tmp_path / "get_all.json"
+    src.write_text(json.dumps({"results": items}))
+    assert src.stat().st_size > 8 * 1024 * 1024
+    data = do_import(cli, ws, str(src))["data"]
+    assert data["imported"] == 9 and data["failed"] == 0
