@@ -12,6 +12,9 @@ User-facing variables (README):
 - `BOX_CLIENT_ID`, `BOX_CLIENT_SECRET`  the Box app's OAuth client for `auth login`
 - `BOX_OAUTH_AUTHORIZE_URL`, `BOX_OAUTH_TOKEN_URL`, `BOX_OAUTH_REVOKE_URL`  OAuth endpoint overrides
 - `VISUAL` / `EDITOR`     the editor `brain review edit` opens
+- `BOX_MEMORY_DEADLINE_S` (180; `0` for none): how long one command's Box calls may take in all,
+  retries and waits included (brain-sync and serve itself are exempt)
+- `BOX_MEMORY_SERVE_TOKEN` a bearer token `serve --transport streamable-http` requires of callers
 
 Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
@@ -59,6 +62,9 @@ FAIL_READ = "BOX_MEMORY_FAIL_READ"
 FAIL_REPLACE = "BOX_MEMORY_FAIL_REPLACE"
 HANG_READ = "BOX_MEMORY_HANG_READ"
 READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
+DEADLINE_S = "BOX_MEMORY_DEADLINE_S"
+SERVE_TOKEN = "BOX_MEMORY_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a secret
+DEFAULT_DEADLINE_S = 180.0
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
 
@@ -168,6 +174,15 @@ def content_retries() -> tuple[int, float]:
     except ValueError:
         return 3, 1.0
     return attempts, backoff
+
+
+def deadline_s() -> float | None:
+    """Seconds one command's Box calls may take in all (`BOX_MEMORY_DEADLINE_S`, default 180):
+    None when 0 (no deadline); a value that is not a number, negative or over a day is the default."""
+    value = _float(DEADLINE_S, DEFAULT_DEADLINE_S)
+    if value == 0:
+        return None
+    return value if 0 < value <= 86400 else DEFAULT_DEADLINE_S
 
 
 # --- the write lock --------------------------------------------------------------------------

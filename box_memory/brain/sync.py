@@ -363,7 +363,8 @@ def _open_client(source: Source, opts: SyncOptions) -> Any:
             token.access_token()  # "Not logged in" at once, before the network stack loads
     from box_memory.mcp.client import BoxMCPClient
 
-    kwargs: dict[str, Any] = {"timeout": 30.0, **opts.client_kwargs}
+    # Long by design (a whole source, paced by Box's rate limits): no command deadline.
+    kwargs: dict[str, Any] = {"timeout": 30.0, "deadline_s": None, **opts.client_kwargs}
     client = BoxMCPClient(source.server, token, **kwargs)
     client.allowed_tools = SYNC_TOOLS
     client.open()
