@@ -20,6 +20,7 @@ from typing import Any
 from box_memory.brain.settings import Settings
 from box_memory.errors import InvalidInput, NotFound
 from box_memory.model import now_iso
+from box_memory.redaction import redact
 
 SCHEMA_VERSION = 1
 ITEM_STATUSES = ("indexed", "metadata_only", "skipped", "deleted")
@@ -148,7 +149,7 @@ class Source:
             "label": self.label,
             "kind": self.kind,
             "root": self.root,
-            "server": self.server,
+            "server": redact(self.server),  # a password in the URL is never shown
             "workspace": self.workspace or None,
             "enabled": self.settings.enabled,
             "settings": self.settings.to_dict(),

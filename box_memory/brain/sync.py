@@ -34,6 +34,7 @@ from box_memory.brain.settings import Settings
 from box_memory.brain.store import BrainStore, Change, ItemRow, Source, default_path
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
 from box_memory.model import now_iso, parse_time
+from box_memory.redaction import redact
 from box_memory.result import Result
 
 SYNC_TOOLS = frozenset(
@@ -371,7 +372,7 @@ def _open_client(source: Source, opts: SyncOptions) -> Any:
     if not client.has_tool(LIST_TOOL):
         client.close()
         raise ToolMissing(
-            f"Box MCP server at {source.server} has no {LIST_TOOL}; brain-sync needs it "
+            f"Box MCP server at {redact(source.server)} has no {LIST_TOOL}; brain-sync needs it "
             "(it never falls back to a broader traversal)"
         )
     return client
