@@ -219,6 +219,12 @@ def tool_timeout_s() -> float:
     return value if 0 < value < 86400 else 300.0
 
 
+def serve_token(name: str | None = None) -> str | None:
+    """The bearer token `serve --transport streamable-http` requires: the variable `name` (its
+    `--token-env`), else `BOX_MEMORY_SERVE_TOKEN`; None when unset or blank (no token)."""
+    return _text(name or SERVE_TOKEN)
+
+
 def progress_after_s() -> float:
     """Seconds a task runs before its progress bar appears (tests set 0)."""
     return _float(PROGRESS_AFTER_S, 1.0)
