@@ -484,7 +484,7 @@ class BoxMCPClient:
             return None
         if time.monotonic() < self._deadline_at:
             return self._deadline_at
-        return self._deadline_at + min(GRACE_CAP_S, self.timeout, self.deadline_s / 4)
+        return self._deadline_at + min(GRACE_CAP_S, self.timeout, max(2.0, self.deadline_s / 4))
 
     def _left(self) -> float:
         """Seconds until the running call must end (inf without a deadline)."""
