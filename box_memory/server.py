@@ -24,6 +24,7 @@ Only this module and `cli/serve_cmd.py` (lazily) import the `mcp` SDK.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import logging
 import re
 import signal
@@ -538,21 +539,140 @@ def url_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}{HTTP_PATH}"
 
 
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::")  # noqa: S104 - names of "every address", compared, not bound
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_ORIGIN_RE = re.compile(r"(?i)^(https?)://([a-z0-9.-]+|\[[0-9a-f:.]+\])(?::(\d{1,5}))?/?$")
+
+
+def parse_origin(text: str) -> str:
+    """A web origin as browsers send it in `Origin` (`scheme://host[:port]`, lower case, no default
+    port), or InvalidInput naming the problem."""
+    m = _ORIGIN_RE.match(text.strip())
+    if m is None:
+        raise InvalidInput(
+            f"--allow-origin {text!r} is not an origin (expected http://host[:port] or https://host[:port])"
+        )
+    scheme, name, port = m.group(1).lower(), m.group(2).lower(), m.group(3)
+    if port is not None and not 0 < int(port) <= 65535:
+        raise InvalidInput(f"--allow-origin {text!r}: port {port} is out of range")
+    default = {"http": "80", "https": "443"}[scheme]
+    return f"{scheme}://{name}" if port in (None, default) else f"{scheme}://{name}:{int(port)}"
+
+
+def _own_names(host: str) -> list[str]:
+    """The names a client can reach this server by, as they appear in Host and Origin headers."""
+    if is_loopback(host):
+        names = list(_LOOPBACK_NAMES)
+    elif host in _WILDCARD_HOSTS:
+        names = list(_LOOPBACK_NAMES)
+        machine = socket.gethostname()
+        for name in (machine, socket.getfqdn()):
+            names.append(name.lower())
+        try:
+            addresses = {str(info[4][0]) for info in socket.getaddrinfo(machine, None)}
+        except OSError:
+            addresses = set()
+        names += [f"[{a}]" if ":" in a else a for a in sorted(addresses)]
+    else:
+        names = [f"[{host}]" if ":" in host else host.lower()]
+    return list(dict.fromkeys(names))
+
+
+def http_security(host: str, port: int, allow_origins: typing.Iterable[str] = ()) -> Any:
+    """The SDK's DNS rebinding protection pinned to this server: Host must name it on its port, and
+    a request with an Origin must come from the server's own origin or one the user allowed (the
+    SDK's own default for a loopback server takes any port, so any local web page could call in)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = _own_names(host)
+    hosts = [f"{n}:{port}" for n in names] + (names if port == 80 else [])
+    origins = [f"http://{n}:{port}" if port != 80 else f"http://{n}" for n in names]
+    for origin in allow_origins:
+        origins.append(origin)
+        hosts.append(origin.split("://", 1)[1])  # a proxy at that origin passes its own Host on
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
+
+
+MIN_TOKEN_CHARS = 16
+_TOKEN_RE = re.compile(r"^[\x21-\x7e]+$")  # what fits in an Authorization header as is
+
+
+def http_token(env_name: str | None) -> str | None:
+    """The bearer token the HTTP transport requires, from `--token-env NAME` or
+    `BOX_MEMORY_SERVE_TOKEN`; None when neither asks for one. A named variable that is unset, or a
+    token too short or not printable ASCII, is InvalidInput (the token itself is never shown)."""
+    if env_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env_name):
+        raise InvalidInput(f"--token-env {env_name!r} is not an environment variable name")
+    token = settings.serve_token(env_name)
+    source = env_name or settings.SERVE_TOKEN
+    if token is None:
+        if env_name is None:
+            return None
+        raise InvalidInput(f"--token-env {env_name}: the environment variable {env_name} is not set")
+    if not _TOKEN_RE.match(token):
+        raise InvalidInput(f"the token in {source} must be printable ASCII without spaces")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise InvalidInput(
+            f"the token in {source} is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+            "(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+class BearerToken:
+    """The SDK's token verifier for one shared secret: `Authorization: Bearer <token>`, compared in
+    constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode("utf-8")
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        if not hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token):
+            return None
+        return AccessToken(token="[redacted]", client_id=SERVER_NAME, scopes=[])  # noqa: S106
+
+    def __repr__(self) -> str:
+        return "BearerToken(***)"
+
+
 def serve_http(
     server: MemoryServer,
     sock: socket.socket,
     host: str,
     *,
     log_level: str = "warning",
+    allow_origins: typing.Iterable[str] = (),
+    token: str | None = None,
 ) -> None:
-    """Streamable HTTP, stateless with JSON responses: a restarted server just carries on."""
+    """Streamable HTTP, stateless with JSON responses: a restarted server just carries on. Only
+    the server's own origin and `allow_origins` may call it from a web page; with `token`, every
+    request must carry it as a bearer token."""
     import uvicorn
 
+    port = sock.getsockname()[1]
+    auth: dict[str, Any] = {}
+    if token is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        # The SDK's bearer check needs an issuer; this server is its own (it issues nothing).
+        own = f"http://{_own_names(host)[0]}:{port}"
+        auth = {
+            "auth": AuthSettings(issuer_url=own, resource_server_url=None),  # type: ignore[arg-type]
+            "token_verifier": BearerToken(token),
+        }
     app = server.build().streamable_http_app(
         streamable_http_path=HTTP_PATH,
         json_response=True,
         stateless_http=True,
         host=host,
+        transport_security=http_security(host, port, allow_origins),
+        **auth,
     )
     config = uvicorn.Config(
         app,

@@ -15,6 +15,9 @@ User-facing variables (README):
   unset for the system keychain where there is one (the `keychain` extra) and the 0600 file elsewhere
 - `VISUAL` / `EDITOR`     the editor `brain review edit` opens
 - `BOX_MEMORY_BOX_DRIVE`  the Box Drive folder, when an admin moved it from where Box Drive puts it
+- `BOX_MEMORY_DEADLINE_S` (180; `0` for none): how long one command's Box calls may take in all,
+  retries and waits included (brain-sync and serve itself are exempt)
+- `BOX_MEMORY_SERVE_TOKEN` a bearer token `serve --transport streamable-http` requires of callers
 
 Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
@@ -68,6 +71,9 @@ HANG_READ = "BOX_MEMORY_HANG_READ"
 BOX_DRIVE = "BOX_MEMORY_BOX_DRIVE"
 PLATFORM = "BOX_MEMORY_PLATFORM"
 READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
+DEADLINE_S = "BOX_MEMORY_DEADLINE_S"
+SERVE_TOKEN = "BOX_MEMORY_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a secret
+DEFAULT_DEADLINE_S = 180.0
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
 
@@ -217,6 +223,15 @@ def content_retries() -> tuple[int, float]:
     return attempts, backoff
 
 
+def deadline_s() -> float | None:
+    """Seconds one command's Box calls may take in all (`BOX_MEMORY_DEADLINE_S`, default 180):
+    None when 0 (no deadline); a value that is not a number, negative or over a day is the default."""
+    value = _float(DEADLINE_S, DEFAULT_DEADLINE_S)
+    if value == 0:
+        return None
+    return value if 0 < value <= 86400 else DEFAULT_DEADLINE_S
+
+
 # --- the write lock --------------------------------------------------------------------------
 
 
@@ -249,6 +264,12 @@ def tool_timeout_s() -> float:
     """Seconds one tool call of `box-memory serve` may run: (0, 1 day), else the default 300."""
     value = _float(TOOL_TIMEOUT_S, 300.0)
     return value if 0 < value < 86400 else 300.0
+
+
+def serve_token(name: str | None = None) -> str | None:
+    """The bearer token `serve --transport streamable-http` requires: the variable `name` (its
+    `--token-env`), else `BOX_MEMORY_SERVE_TOKEN`; None when unset or blank (no token)."""
+    return _text(name or SERVE_TOKEN)
 
 
 def progress_after_s() -> float:

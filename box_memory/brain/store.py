@@ -20,6 +20,7 @@ from typing import Any
 from box_memory.brain.settings import Settings
 from box_memory.errors import InvalidFile, InvalidInput, NotFound
 from box_memory.model import now_iso
+from box_memory.redaction import redact
 from box_memory.safeio import check_regular, make_private
 
 SCHEMA_VERSION = 1
@@ -150,7 +151,7 @@ class Source:
             "label": self.label,
             "kind": self.kind,
             "root": self.root,
-            "server": self.server,
+            "server": redact(self.server),  # a password in the URL is never shown
             "workspace": self.workspace or None,
             "enabled": self.settings.enabled,
             "settings": self.settings.to_dict(),

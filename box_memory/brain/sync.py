@@ -34,6 +34,7 @@ from box_memory.brain.settings import Settings
 from box_memory.brain.store import BrainStore, Change, ItemRow, Source, default_path
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
 from box_memory.model import now_iso, parse_time
+from box_memory.redaction import redact
 from box_memory.result import Result
 
 SYNC_TOOLS = frozenset(
@@ -370,14 +371,15 @@ def _open_client(source: Source, opts: SyncOptions) -> Any:
             token.access_token()  # "Not logged in" at once, before the network stack loads
     from box_memory.mcp.client import BoxMCPClient
 
-    kwargs: dict[str, Any] = {"timeout": 30.0, **opts.client_kwargs}
+    # Long by design (a whole source, paced by Box's rate limits): no command deadline.
+    kwargs: dict[str, Any] = {"timeout": 30.0, "deadline_s": None, **opts.client_kwargs}
     client = BoxMCPClient(source.server, token, **kwargs)
     client.allowed_tools = SYNC_TOOLS
     client.open()
     if not client.has_tool(LIST_TOOL):
         client.close()
         raise ToolMissing(
-            f"Box MCP server at {source.server} has no {LIST_TOOL}; brain-sync needs it "
+            f"Box MCP server at {redact(source.server)} has no {LIST_TOOL}; brain-sync needs it "
             "(it never falls back to a broader traversal)"
         )
     return client

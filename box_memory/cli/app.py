@@ -140,7 +140,9 @@ def build_app(modules: list[str]) -> typer.Typer:
     new = typer.Typer(
         name="box-memory",
         cls=CliGroup,
-        help="Durable, auditable memory for AI agents, stored as markdown files in Box.",
+        help="Durable, auditable memory for AI agents, stored as markdown files in Box.\n\n"
+        "A command's calls to Box end by BOX_MEMORY_DEADLINE_S seconds in all (default 180; 0 for "
+        "none); brain-sync, and serve as a whole, are exempt.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

@@ -26,6 +26,24 @@ def serve_cmd(
     port: Annotated[
         int, typer.Option("--port", help="Port (streamable-http); 0 picks a free one and prints it.")
     ] = 8765,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="Also answer web pages served from this origin, http://host:port or https://host "
+            "(repeatable). By default HTTP callers must send no Origin or the server's own.",
+            show_default=False,
+        ),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="Require 'Authorization: Bearer TOKEN' of HTTP callers, TOKEN read from this "
+            "environment variable (BOX_MEMORY_SERVE_TOKEN, when set, does the same). Off by default.",
+            show_default=False,
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -47,7 +65,9 @@ def serve_cmd(
             MemoryServer,
             announce,
             bind,
+            http_token,
             is_loopback,
+            parse_origin,
             serve_http,
             serve_stdio,
             url_of,
@@ -57,6 +77,10 @@ def serve_cmd(
             raise InvalidInput(f"unknown transport {transport!r} (expected one of: {', '.join(TRANSPORTS)})")
         if not 0 <= port <= 65535:
             raise InvalidInput(f"--port must be between 0 and 65535, not {port}")
+        origins = [parse_origin(o) for o in allow_origin or ()]
+        token = http_token(token_env) if transport == "streamable-http" else None
+        if transport != "streamable-http" and (origins or token_env):
+            raise InvalidInput("--allow-origin and --token-env apply to --transport streamable-http only")
         logging.basicConfig(
             level=logging.INFO if verbose else logging.WARNING,
             format="%(levelname)s %(name)s: %(message)s",
@@ -72,15 +96,23 @@ def serve_cmd(
             raise SystemExit(0)  # no envelope: stdout was the protocol channel
         sock = bind(host, port)
         url = url_of(sock, host)
-        if not is_loopback(host):
+        if not is_loopback(host) and token is None:
             announce(
                 f"warning: listening on {host} without authentication: anyone who can reach it can "
-                "read and write this workspace's memories"
+                "read and write this workspace's memories (BOX_MEMORY_SERVE_TOKEN requires a token)"
             )
         if not quiet:
-            announce(f"box-memory MCP server on {url} (streamable HTTP; Ctrl-C stops)")
+            guard = "; bearer token required" if token is not None else ""
+            announce(f"box-memory MCP server on {url} (streamable HTTP{guard}; Ctrl-C stops)")
         # Ctrl-C ends it with exit 130 (uvicorn stops gracefully, then re-raises the signal).
-        serve_http(server, sock, host, log_level="info" if verbose else "warning")
+        serve_http(
+            server,
+            sock,
+            host,
+            log_level="info" if verbose else "warning",
+            allow_origins=origins,
+            token=token,
+        )
         return Outcome(Result({"transport": transport, "url": url}), [f"Stopped serving {url}"])
 
     run("serve", o, go)

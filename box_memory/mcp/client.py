@@ -12,6 +12,13 @@ variable (the SDK runs each request's POST in a copy of the sender's context), a
 transport exception into a synthetic 599 answer so that only that request fails, not the session.
 The call then reads the `_Exchange` to decide: refresh the token (401), back off (429 + Retry-After,
 5xx, transport errors) or give up with a typed error.
+
+The deadline: a client carries one command's budget (`deadline_s`, default
+`BOX_MEMORY_DEADLINE_S`, counted from when the client is made; one client serves one command).
+Every call runs inside it, retries and their waits included; a Retry-After longer than what is
+left ends the call at once, naming the wait. Calls made after it has passed (a command putting
+things back: releasing its lock) share one short grace period, then fail at once. Runs long by
+design (brain-sync) pass `deadline_s=None`.
 """
 
 from __future__ import annotations
@@ -277,7 +284,8 @@ def _transport_reason(exc: BaseException, timeout: float) -> str:
 
 
 class _Transient(Exception):
-    """Worth another attempt; `final` is raised when attempts run out."""
+    """Worth another attempt; `final` is raised when attempts run out. `retry_after` is the wait
+    the server asked for, uncapped (the back-off caps the sleep)."""
 
     def __init__(self, final: BoxMemoryError, *, retry_after: float | None = None, reconnect: bool = False):
         super().__init__(str(final))
@@ -304,6 +312,14 @@ class _Connection:
 SleepFn = Callable[[float], Awaitable[None] | None]
 
 
+class _Unset:
+    """The default of `deadline_s`: read `BOX_MEMORY_DEADLINE_S`."""
+
+
+_UNSET = _Unset()
+GRACE_CAP_S = 10.0  # calls made after the deadline (putting things back) share at most this long
+
+
 class BoxMCPClient:
     """One MCP session per command, with typed errors, retries and token refresh.
 
@@ -328,8 +344,13 @@ class BoxMCPClient:
         sleep: SleepFn | None = None,
         rng: random.Random | None = None,
         catalogue_cache: bool = True,
+        deadline_s: float | _Unset | None = _UNSET,
     ) -> None:
         self.url = url or default_url()
+        if isinstance(deadline_s, _Unset):
+            deadline_s = settings.deadline_s()
+        self.deadline_s = deadline_s if deadline_s is None or deadline_s > 0 else None
+        self._deadline_at = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         if token_source is None:
             raise AuthError("no Box access token - run `box-memory auth login`")
         self._source: TokenSource = (
@@ -387,7 +408,7 @@ class BoxMCPClient:
         self._portal = self._portal_cm.__enter__()
         try:
             self._supervisor_future, _ = self._portal.start_task(self._supervise)
-            self._portal.call(self._aopen)
+            self._portal.call(self._bounded, self._aopen)
         except BoxMemoryError as exc:
             self.close()
             raise self._public(exc) from None
@@ -450,9 +471,59 @@ class BoxMCPClient:
         if self._portal is None:
             raise BackendUnavailable("Box MCP client is not open (use it as a context manager)")
         try:
-            return self._portal.call(func, *args)
+            return self._portal.call(self._bounded, func, *args)
         except BoxMemoryError as exc:
             raise self._public(exc) from None
+
+    # -- internals: the command's deadline ----------------------------------------------------
+
+    def _end(self) -> float | None:
+        """When the running call must end (monotonic): the deadline, or once that has passed, the
+        end of the grace period after it; None without a deadline."""
+        if self._deadline_at is None or self.deadline_s is None:
+            return None
+        if time.monotonic() < self._deadline_at:
+            return self._deadline_at
+        return self._deadline_at + min(GRACE_CAP_S, self.timeout, max(2.0, self.deadline_s / 4))
+
+    def _left(self) -> float:
+        """Seconds until the running call must end (inf without a deadline)."""
+        end = self._end()
+        return math.inf if end is None else end - time.monotonic()
+
+    def _deadline_error(self) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"Box MCP server at {self.url}: this command's Box calls did not finish within its "
+            f"{self.deadline_s:g} s deadline (BOX_MEMORY_DEADLINE_S; 0 for none)",
+            code="deadline_exceeded",
+        )
+
+    def _wait_refused(self, problem: _Transient, asked: float, left: float, waited: float) -> BoxMemoryError:
+        """The error for a server that asks for a longer wait (Retry-After) than the call has."""
+        what = str(problem.final).removesuffix("; try again later")
+        if asked > left:
+            budget = (
+                f"more than the {max(0.0, left):.0f} s left of this command's {self.deadline_s:g} s "
+                "deadline (BOX_MEMORY_DEADLINE_S)"
+            )
+        else:
+            budget = f"more than the {max(0.0, self.max_wait - waited):.0f} s one call may wait"
+        return BackendUnavailable(
+            f"{what} and asks to wait {asked:.0f} s (Retry-After), {budget}; try again later",
+            code="rate_limited",
+        )
+
+    async def _bounded(self, func: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Run one public call inside the command's deadline."""
+        end = self._end()
+        if end is None:
+            return await func(*args)
+        left = end - time.monotonic()
+        if left <= 0:
+            raise self._deadline_error()
+        with anyio.move_on_after(left):
+            return await func(*args)
+        raise self._deadline_error()
 
     def _public(self, exc: BoxMemoryError) -> BoxMemoryError:
         """The same error with its message redacted to one line (tokens never reach a terminal)."""
@@ -719,8 +790,12 @@ class BoxMCPClient:
                     problem.final.attempts = attempt + 1
                 if attempt >= retries:
                     raise problem.final from None
-                delay = self._backoff(attempt, problem.retry_after)
-                if waited + delay > self.max_wait:
+                left = self._left()
+                asked = problem.retry_after
+                if asked is not None and asked > min(left, self.max_wait - waited):
+                    raise self._wait_refused(problem, asked, left, waited) from None
+                delay = self._backoff(attempt, asked)
+                if waited + delay > self.max_wait or delay >= left:
                     raise problem.final from None
                 attempt += 1
                 waited += delay
@@ -810,12 +885,12 @@ class BoxMCPClient:
         if status == 429:
             return _Transient(
                 BackendUnavailable(f"Box MCP server at {self.url} is rate limiting (429); try again later"),
-                retry_after=exchange.retry_after(self.retry_after_cap),
+                retry_after=exchange.retry_after(math.inf),
             )
         if status >= 500:
             return _Transient(
                 BackendUnavailable(f"Box MCP server at {self.url} failed (HTTP {status})"),
-                retry_after=exchange.retry_after(self.retry_after_cap),
+                retry_after=exchange.retry_after(math.inf),
             )
         if status == 403:
             return AuthError(
@@ -831,7 +906,7 @@ class BoxMCPClient:
         if exc.status == 401:
             return _Unauthorized()
         if exc.status is not None and (exc.status == 429 or exc.status >= 500):
-            return _Transient(exc, retry_after=_body_retry_after(exc.body, self.retry_after_cap))
+            return _Transient(exc, retry_after=_body_retry_after(exc.body, math.inf))
         return exc
 
 

@@ -32,6 +32,7 @@ from box_memory.mcp.client import (
     default_url,
 )
 from box_memory.mcp.schema import ALIASES, shape_args
+from box_memory.redaction import redact
 from box_memory.result import Result
 
 __all__ = ["FEATURES", "CheckReport", "check_features", "check_result", "mcp_check", "worst", "write_test"]
@@ -313,7 +314,7 @@ class CheckReport:
         if self.write_test is not None:
             deep["write_test"] = self.write_test
         return deep | {
-            "url": self.url,
+            "url": redact(self.url),  # a password in the URL is never shown
             "verdict": self.verdict,
             "reachable": self.reachable,
             "auth_ok": self.auth_ok,
