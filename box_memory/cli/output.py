@@ -39,6 +39,8 @@ class Outcome:
     # Exact text for stdout when it is not a terminal (a memory file's content, byte for byte);
     # `lines` are then not printed.
     raw: str | None = None
+    # Long listings (`log`) go through the user's pager on a terminal, as git's do.
+    page: bool = False
 
 
 class Printer:
@@ -133,10 +135,62 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         sys.stdout.buffer.write(outcome.raw.encode("utf-8", "surrogateescape"))
         sys.stdout.flush()
         return
+    if outcome.page and out.tty and outcome.lines and page(outcome.lines):
+        return
     for line in outcome.lines:
         out.line(line)
     if outcome.table is not None:
         out.table(*outcome.table)
+
+
+def pager_command() -> list[str] | None:
+    """The pager to use: BOX_MEMORY_PAGER, else PAGER, else `less -FRX` (quits when the text fits
+    a screen, keeps colour); empty or `cat` means none."""
+    import os
+    import shlex
+
+    raw = os.environ.get("BOX_MEMORY_PAGER", os.environ.get("PAGER", "less -FRX"))
+    try:
+        argv = shlex.split(raw)
+    except ValueError:
+        return None
+    if not argv or argv[0] == "cat":
+        return None
+    return argv
+
+
+def page(lines: list[str]) -> bool:
+    """Show `lines` (rich markup, untrusted text made visible) through the pager; False when there
+    is none to run, so the caller prints them itself."""
+    import io
+    import subprocess
+
+    argv = pager_command()
+    if argv is None:
+        return False
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(visible(line))
+    env = None
+    if argv[0].endswith("less"):
+        import os
+
+        env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return False
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(buf.getvalue().encode("utf-8", "replace"))
+        proc.stdin.close()
+    except BrokenPipeError:  # the reader quit early (q in less): that is fine
+        pass
+    proc.wait()
+    return True
 
 
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
