@@ -60,7 +60,7 @@ def _per_week(events: list[dict[str, Any]], weeks: int, now: dt.datetime) -> dic
     starts = [first + dt.timedelta(weeks=i) for i in range(weeks)]
     counts: dict[dt.date, Counter[str]] = defaultdict(Counter)
     for ev in events:
-        if ev["event"] not in MEMORY_EVENTS or ev["event"] == "archive" and not ev["supersedes"]:
+        if ev["event"] not in MEMORY_EVENTS or (ev["event"] == "archive" and not ev["supersedes"]):
             continue
         t = parse_time(ev["at"])
         if t is None:
@@ -108,8 +108,7 @@ def _chains(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         cur: str | None = head
         while cur is not None and cur not in seen:
             seen.add(cur)
-            ev = by_id.get(cur)
-            chain.append(_node(cur, ev))
+            chain.append(_node(cur, by_id.get(cur)))
             cur = nxt.get(cur)
         if len(chain) > 1:
             out.append(chain)
@@ -127,9 +126,9 @@ def _decisions(ws: Workspace, events: list[dict[str, Any]]) -> list[dict[str, An
     """The most recent decisions with their sources (read from those few files)."""
     from box_memory.index import read_memory
 
-    picked = [
-        ev for ev in events if ev["kind"] == "decision" and ev["event"] in ("write", "supersede")
-    ][:RECENT_DECISIONS]
+    picked = [ev for ev in events if ev["kind"] == "decision" and ev["event"] in ("write", "supersede")][
+        :RECENT_DECISIONS
+    ]
     out = []
     for ev in picked:
         row = {
@@ -315,9 +314,7 @@ def chart_svg(per_week: dict[str, Any]) -> str:
                 f"{e(w['week'][5:])}</text>"
             )
     parts.append("</svg>")
-    legend = "".join(
-        f'<span class="key"><i style="background:{colour[a]}"></i>{e(a)}</span>' for a in agents
-    )
+    legend = "".join(f'<span class="key"><i style="background:{colour[a]}"></i>{e(a)}</span>' for a in agents)
     return "".join(parts) + (f'<div class="legend">{legend}</div>' if agents else "")
 
 
@@ -365,6 +362,8 @@ def graph_svg(chains: list[list[dict[str, Any]]]) -> str:
     return "".join(parts)
 
 
+# Nothing may be fetched: no scripts, no network, no external styles, fonts or images.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1a202c;
 background:#fff;max-width:1200px}
@@ -405,7 +404,8 @@ def render_html(d: dict[str, Any]) -> str:
             e(x.get("status")),
             "<br>".join(f"<code>{e(s['type'])}:{e(s['ref'])}</code>" for s in x.get("sources") or [])
             or e(x.get("problem") or ""),
-            e(", ".join(x.get("supersedes") or [])) + (f" → {e(x['superseded_by'])}" if x.get("superseded_by") else ""),
+            e(", ".join(x.get("supersedes") or []))
+            + (f" → {e(x['superseded_by'])}" if x.get("superseded_by") else ""),
         ]
         for x in d["recent_decisions"]
     ]
@@ -454,16 +454,17 @@ def render_html(d: dict[str, Any]) -> str:
         else '<p class="none">Every folder was readable.</p>'
     )
     summary = "".join(f"<li>{e(s)}</li>" for s in d["summary"])
+    no_brain = d.get("brain_problem") or "Nothing awaits review."
     counts = ", ".join(f"{e(k)} {e(v)}" for k, v in d["by_kind"].items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>box-memory report: {e(w["name"])}</title><style>{_CSS}</style></head>
 <body>
 <h1>box-memory report: {_link(w["name"], w["url"])}</h1>
-<p class="meta">{e(w["root"])} ({e(w["backend"])}, tier {e(w["tier"])}) · generated {_when(d["generated_at"])} UTC
-· {e(d["totals"]["memories"])} memories ({counts})</p>
+<p class="meta">{e(w["root"])} ({e(w["backend"])}, tier {e(w["tier"])})
+· generated {_when(d["generated_at"])} UTC · {e(d["totals"]["memories"])} memories ({counts})</p>
 <ul class="summary">{summary}</ul>
 <h2>Memories written per week, by agent</h2>
 <div class="scroll">{chart_svg(d["per_week"])}</div>
@@ -483,7 +484,7 @@ def render_html(d: dict[str, Any]) -> str:
 {_table(["folder", "entries", "updated", "drift", "orphans"], folders, "No folder indexes.")}
 {_table(["folder", "problem", "detail"], problems, "No index problems.")}
 <h2>Box Brain candidates awaiting review</h2>
-{_table(["#", "kind", "title", "confidence", "why", "evidence"], brain, d.get("brain_problem") or "Nothing awaits review.")}
+{_table(["#", "kind", "title", "confidence", "why", "evidence"], brain, no_brain)}
 </body></html>
 """
 

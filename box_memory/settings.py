@@ -12,6 +12,7 @@ User-facing variables (README):
 - `BOX_CLIENT_ID`, `BOX_CLIENT_SECRET`  the Box app's OAuth client for `auth login`
 - `BOX_OAUTH_AUTHORIZE_URL`, `BOX_OAUTH_TOKEN_URL`, `BOX_OAUTH_REVOKE_URL`  OAuth endpoint overrides
 - `VISUAL` / `EDITOR`     the editor `brain review edit` opens
+- `BOX_MEMORY_PAGER` / `PAGER`  the pager `log` uses on a terminal (`less -FRX`; empty or `cat`: none)
 
 Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
@@ -59,6 +60,8 @@ FAIL_READ = "BOX_MEMORY_FAIL_READ"
 FAIL_REPLACE = "BOX_MEMORY_FAIL_REPLACE"
 HANG_READ = "BOX_MEMORY_HANG_READ"
 READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
+PAGER = "BOX_MEMORY_PAGER"
+DEFAULT_PAGER = "less -FRX"
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
 
@@ -101,6 +104,18 @@ def user_home() -> Path:
 def editor() -> str | None:
     """The user's editor command (`$VISUAL`, then `$EDITOR`), not yet split into words."""
     return os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
+
+
+def pager() -> str:
+    """The pager command for long listings (`$BOX_MEMORY_PAGER`, `$PAGER`, else `less -FRX`), not
+    yet split into words; empty means none."""
+    return os.environ.get(PAGER, os.environ.get("PAGER", DEFAULT_PAGER))
+
+
+def pager_environment() -> dict[str, str]:
+    """The pager's environment: this one, with `LESS=FRX` (git's: quit if the text fits one
+    screen, keep colour) unless the user set `LESS`."""
+    return {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
 
 
 def present(names: Iterable[str]) -> dict[str, str]:

@@ -66,7 +66,8 @@ def log_lines(events: list[dict[str, Any]]) -> list[str]:
 
 def report_cmd(
     output: Annotated[
-        str, typer.Option("--output", "-o", help="The HTML file to write (self-contained).", show_default=False)
+        str,
+        typer.Option("--output", "-o", help="The HTML file to write (self-contained).", show_default=False),
     ],
     weeks: Annotated[int, typer.Option("--weeks", help="Weeks of history in the chart.")] = 12,
     workspace: WorkspaceOpt = None,

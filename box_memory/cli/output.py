@@ -146,10 +146,11 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
 def pager_command() -> list[str] | None:
     """The pager to use: BOX_MEMORY_PAGER, else PAGER, else `less -FRX` (quits when the text fits
     a screen, keeps colour); empty or `cat` means none."""
-    import os
     import shlex
 
-    raw = os.environ.get("BOX_MEMORY_PAGER", os.environ.get("PAGER", "less -FRX"))
+    from box_memory import settings
+
+    raw = settings.pager()
     try:
         argv = shlex.split(raw)
     except ValueError:
@@ -176,9 +177,9 @@ def page(lines: list[str]) -> bool:
         console.print(visible(line))
     env = None
     if argv[0].endswith("less"):
-        import os
+        from box_memory import settings
 
-        env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+        env = settings.pager_environment()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
     except OSError:
