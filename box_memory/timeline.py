@@ -30,6 +30,21 @@ EVENTS = ("write", "supersede", "archive", "team-create", "team-remove")
 TEAM_HISTORY = "team_history"  # the config key `team create` / `team remove` append to
 
 
+MAX_TEAM_HISTORY = 1000  # records kept in the config (team changes are rare)
+
+
+def record_team_event(config: dict[str, Any], event: str, team: str, **extra: Any) -> None:
+    """Append a team change to the config's `team_history` (the caller holds the lock and saves
+    the config: the record is written with the change it records). Other readers of the config
+    keep the key as they keep any unknown key."""
+    from box_memory.model import now_iso
+
+    raw = config.get(TEAM_HISTORY)
+    history = [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
+    history.append({"event": event, "team": team, "at": now_iso(), **extra})
+    config[TEAM_HISTORY] = history[-MAX_TEAM_HISTORY:]
+
+
 @dataclass
 class LogRequest:
     """The `log` command's and MCP tool's parameters."""
