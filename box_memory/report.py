@@ -286,10 +286,10 @@ def chart_svg(per_week: dict[str, Any]) -> str:
     agents = per_week["agents"]
     colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(agents)}
     top = max([w["total"] for w in weeks] + [1])
-    bar_w, gap, left, height, base = 28, 10, 40, 180, 200
+    bar_w, gap, left, height, base = 40, 12, 40, 200, 220
     width = left + len(weeks) * (bar_w + gap) + 10
     parts = [
-        f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{base + 40}" '
+        f'<svg id="chart" width="{width}" height="{base + 40}" '
         f'viewBox="0 0 {width} {base + 40}" role="img" aria-label="Memories written per week by agent">',
         f'<line x1="{left - 4}" y1="{base}" x2="{width - 5}" y2="{base}" stroke="#888"/>',
         f'<text x="{left - 8}" y="{base - height + 4}" text-anchor="end" class="axis">{top}</text>',
@@ -327,7 +327,7 @@ def graph_svg(chains: list[list[dict[str, Any]]]) -> str:
     width = pad * 2 + longest * box_w + (longest - 1) * gap
     height = pad * 2 + len(chains) * row_h
     parts = [
-        f'<svg id="chains" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'<svg id="chains" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="Supersede chains">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
@@ -387,6 +387,15 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _chain_cell(x: dict[str, Any]) -> str:
+    parts = []
+    if x.get("supersedes"):
+        parts.append("supersedes " + ", ".join(f"<code>{e(i)}</code>" for i in x["supersedes"]))
+    if x.get("superseded_by"):
+        parts.append(f"superseded by <code>{e(x['superseded_by'])}</code>")
+    return "<br>".join(parts)
+
+
 def _when(at: object) -> str:
     return e(str(at or "")[:16].replace("T", " "))
 
@@ -404,8 +413,7 @@ def render_html(d: dict[str, Any]) -> str:
             e(x.get("status")),
             "<br>".join(f"<code>{e(s['type'])}:{e(s['ref'])}</code>" for s in x.get("sources") or [])
             or e(x.get("problem") or ""),
-            e(", ".join(x.get("supersedes") or []))
-            + (f" → {e(x['superseded_by'])}" if x.get("superseded_by") else ""),
+            _chain_cell(x),
         ]
         for x in d["recent_decisions"]
     ]
@@ -416,8 +424,7 @@ def render_html(d: dict[str, Any]) -> str:
             e(x.get("agent") or ""),
             e(x.get("kind") or ""),
             _link(x.get("title"), x.get("url")),
-            e(", ".join(x.get("supersedes") or []))
-            + (f" superseded by {e(x['superseded_by'])}" if x.get("superseded_by") else ""),
+            _chain_cell(x),
         ]
         for x in d["recent_events"]
     ]
