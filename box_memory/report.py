@@ -475,11 +475,11 @@ def render_html(d: dict[str, Any]) -> str:
 <ul class="summary">{summary}</ul>
 <h2>Memories written per week, by agent</h2>
 <div class="scroll">{chart_svg(d["per_week"])}</div>
-<h2>Recent decisions</h2>
-{_table(["written", "decision", "agent", "status", "sources", "chain"], decisions, "No decisions yet.")}
 <h2>Supersede chains</h2>
 <p class="meta">Oldest on the left; green is the current memory.</p>
 <div class="scroll">{graph_svg(d["chains"])}</div>
+<h2>Recent decisions</h2>
+{_table(["written", "decision", "agent", "status", "sources", "chain"], decisions, "No decisions yet.")}
 <h2>Recent activity</h2>
 {_table(["time", "event", "agent", "kind", "title", "chain"], events, "Nothing written yet.")}
 <h2>Stale and orphaned companions</h2>
