@@ -185,7 +185,7 @@ def _brain(limit: int = MAX_CANDIDATES) -> tuple[list[dict[str, Any]], str | Non
 def report_data(ws: Workspace, *, weeks: int = DEFAULT_WEEKS, now: dt.datetime | None = None) -> Result:
     """Everything the page shows, as data (`report --json`, the MCP `report` tool)."""
     from box_memory.status import workspace_status
-    from box_memory.timeline import box_url, memory_events, team_events
+    from box_memory.timeline import box_url, memory_events, team_events, time_key
 
     if not 1 <= weeks <= MAX_WEEKS:
         raise InvalidInput(f"--weeks must be between 1 and {MAX_WEEKS}")
@@ -193,9 +193,7 @@ def report_data(ws: Workspace, *, weeks: int = DEFAULT_WEEKS, now: dt.datetime |
     st = workspace_status(ws)
     events, _, _ = memory_events(ws)
     events += team_events(ws)
-    events.sort(key=lambda ev: (ev["ts"], ev["at"], ev["id"] or ""), reverse=True)
-    for ev in events:
-        ev.pop("ts", None)
+    events.sort(key=lambda ev: (time_key(ev["at"]), ev["id"] or ""), reverse=True)
     brain, brain_problem = _brain()
     root_id = ws.config.data.get("workspace_root_id")
     health = st["index_health"]

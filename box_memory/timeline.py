@@ -1,9 +1,10 @@
 """`log`: the workspace's timeline - writes, supersedes, archives and team changes, newest first.
 
 It answers from the folder indexes alone (each entry carries its times, agent, status and chain
-links), never from the memory files, so its cost is one index read per folder: on Box a warm run
-reads nothing but listings (unchanged indexes come from the content cache). Team changes come from
-the config's `team_history` (recorded by `team create` / `team remove`).
+links), never from the memory files, through a derived cache of them (`timeline_cache`): a warm
+run checks each index's signature (a stat locally, the listing on Box, as a warm recall does) and
+reads no index at all. Team changes come from the config's `team_history` (recorded by `team
+create` / `team remove`).
 
 Each memory gives one event, at its `created_at`: `write`, `supersede` (it replaced an older
 memory) or `archive` (it retired one: an archived successor); a memory archived in place (status
@@ -67,70 +68,108 @@ def box_url(file_id: object) -> str | None:
     return box_file_url(text) if text.isdigit() else None
 
 
-def _bound(value: str | None, *, end: bool) -> float | None:
+def _bound(value: str | None, *, end: bool) -> str | None:
+    """A --since/--until date as a sort key (see `time_key`)."""
     if value is None:
         return None
+    import datetime as dt
+
     from box_memory.recall import _date
 
-    return _date(value, end_of_day=end)
+    t = dt.datetime.fromtimestamp(_date(value, end_of_day=end), dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
 
 
-def _ts(value: object) -> float | None:
-    t = parse_time(value)
-    return t.timestamp() if t is not None else None
+_UNDATED = "0000-00-00T00:00:00.000"
 
 
-def _iso_ts(value: object) -> float:
-    """Epoch seconds of an index timestamp; 0 (the oldest) when missing or unparseable."""
-    t = _ts(value)
-    return t if t is not None else 0.0
+def time_key(value: object) -> str:
+    """A timestamp as a string that sorts in time order: UTC `YYYY-MM-DDTHH:MM:SS.mmm`. What
+    box-memory and the plugin write (`...SSZ`, `...SS.mmmZ`) is cut, not parsed (10,000 entries
+    per `log`); anything else goes through the lenient parser; undated sorts oldest."""
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    n = len(text)
+    if text.endswith("Z") and text[10:11] == "T" and (n == 20 or (n == 24 and text[19] == ".")):
+        return text[:19] + (text[19:23] if n == 24 else ".000")
+    t = parse_time(text)
+    if t is None:
+        return _UNDATED
+    import datetime as dt
+
+    t = t.astimezone(dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
+
+
+def read_folder(
+    ws: Workspace, folder: str, *, denied: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One folder index's entries and the problem with it, if any (`denied`: this user may not
+    read it). Lighter than `index.load_index`: the JSON only, no per-field type checks (every
+    field shown is turned into text, and an entry without an id is skipped and reported)."""
+    import orjson
+
+    from box_memory.errors import InvalidFile, NotFound, Unreadable
+    from box_memory.model import INDEX_NAME
+    from box_memory.safeio import ReadFailed
+    from box_memory.store.base import join
+
+    where = folder + "/"
+    if denied:
+        return [], {"folder": where, "problem": "denied"}
+    try:
+        data = orjson.loads(ws.store.read_bytes(join(folder, INDEX_NAME)))
+    except Unreadable:
+        return [], {"folder": where, "problem": "denied"}
+    except NotFound:
+        try:
+            there = ws.store.exists(folder)
+        except Unreadable:
+            return [], {"folder": where, "problem": "denied"}
+        return [], ({"folder": where, "problem": "missing", "detail": "no _index.json"} if there else None)
+    except orjson.JSONDecodeError as e:
+        return [], {"folder": where, "problem": "unparseable", "detail": str(e.args[0])}
+    except InvalidFile as e:
+        kind = "unreadable" if isinstance(e, ReadFailed) else "unparseable"
+        return [], {"folder": where, "problem": kind, "detail": str(e)}
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return [], {"folder": where, "problem": "unparseable", "detail": "not a box-memory index"}
+    good = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    if len(good) != len(entries):
+        detail = f"{len(entries) - len(good)} malformed entries skipped; run `box-memory index-rebuild`"
+        return good, {"folder": where, "problem": "malformed", "detail": detail}
+    return good, None
+
+
+def event_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One event as `log --json` shows it, from a timeline cache row."""
+    return {
+        "at": row["at"] or "",
+        "event": row["event"],
+        "id": row["id"],
+        "title": row["title"],
+        "kind": row["kind"],
+        "status": row["status"],
+        "team": row["team"],
+        "agent": row["agent"],
+        "path": row["path"],
+        "folder": row["folder"] + "/",
+        "file_id": row["file_id"],
+        "url": box_url(row["file_id"]),
+        "supersedes": row["supersedes"],
+        "superseded_by": row["superseded_by"],
+    }
 
 
 def memory_events(ws: Workspace) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
-    """Every memory event of the readable folder indexes (unsorted), the folders this user may not
-    read, and the indexes that could not be read (status's `read_indexes`)."""
-    from box_memory.status import read_indexes
+    """Every memory event as a record, newest first (the report draws from all of them), the
+    folders this user may not read and the indexes that could not be used."""
+    from box_memory.timeline_cache import folder_state, opened, query
 
-    unreadable: list[str] = []
-    indexes, problems = read_indexes(ws, unreadable)
-    rows: list[tuple[str, dict[str, Any]]] = [(idx.folder, e) for idx in indexes for e in idx.entries]
-    # The chain from the older side too: an entry indexed before `supersedes` was recorded.
-    replaced: dict[str, list[str]] = {}
-    for _, e in rows:
-        succ = e.get("superseded_by")
-        if succ:
-            replaced.setdefault(str(succ), []).append(str(e.get("id")))
-    events: list[dict[str, Any]] = []
-    for folder, e in rows:
-        mem_id = str(e.get("id") or "")
-        raw_sup = e.get("supersedes")
-        sup = [str(x) for x in raw_sup] if isinstance(raw_sup, list) else ([str(raw_sup)] if raw_sup else [])
-        sup = sup or sorted(replaced.get(mem_id, []))
-        status = str(e.get("status") or "")
-        path = str(e.get("local_path") or f"{folder}/{e.get('filename') or ''}")
-        base = {
-            "id": mem_id,
-            "title": str(e.get("title") or ""),
-            "kind": str(e.get("kind") or ""),
-            "status": status,
-            "team": str(e.get("team") or ws.folder_team(folder)),
-            "agent": str(e["agent"]) if e.get("agent") else None,
-            "path": path,
-            "folder": folder + "/",
-            "file_id": e.get("file_id"),
-            "url": box_url(e.get("file_id")),
-            "supersedes": sup,
-            "superseded_by": str(e["superseded_by"]) if e.get("superseded_by") else None,
-        }
-        created = e.get("created_at") or e.get("updated_at")
-        event = "supersede" if sup else "write"
-        if sup and status == "archived":
-            event = "archive"
-        events.append({"at": str(created or ""), "ts": _iso_ts(created), "event": event, **base})
-        if status == "archived" and not sup:
-            upd = e.get("updated_at")
-            events.append({"at": str(upd or ""), "ts": _iso_ts(upd), "event": "archive", **base})
-    return events, unreadable, problems
+    with opened(ws) as db:
+        rows, _, _ = query(db)
+        unreadable, problems = folder_state(db)
+    return [event_record(r) for r in rows], unreadable, problems
 
 
 def team_events(ws: Workspace) -> list[dict[str, Any]]:
@@ -144,7 +183,6 @@ def team_events(ws: Workspace) -> list[dict[str, Any]]:
         out.append(
             {
                 "at": at,
-                "ts": _iso_ts(at),
                 "event": str(rec["event"]),
                 "id": None,
                 "title": f"team {rec.get('team')}",
@@ -163,7 +201,7 @@ def team_events(ws: Workspace) -> list[dict[str, Any]]:
     return out
 
 
-def check_request(ws: Workspace, req: LogRequest) -> tuple[float | None, float | None]:
+def check_request(ws: Workspace, req: LogRequest) -> tuple[str | None, str | None]:
     """Bad filters are refused before anything is read."""
     if req.kind is not None and req.kind not in KINDS:
         raise InvalidInput(f"unknown kind {req.kind!r} (expected one of: {', '.join(KINDS)})")
@@ -178,31 +216,39 @@ def check_request(ws: Workspace, req: LogRequest) -> tuple[float | None, float |
 
 
 def timeline(ws: Workspace, req: LogRequest | None = None) -> Result:
-    """The `log` service: events newest first, filtered, at most `limit`."""
+    """The `log` service: events newest first, filtered, at most `limit`. The timeline cache
+    filters and sorts; only the events shown become records."""
+    from box_memory.timeline_cache import folder_state, opened, query
+
     req = req or LogRequest()
     since, until = check_request(ws, req)
-    events, unreadable, problems = memory_events(ws)
-    if req.kind is None:
-        events += team_events(ws)
     agent = req.agent.casefold() if req.agent else None
-
-    def keep(ev: dict[str, Any]) -> bool:
-        return (
-            (since is None or ev["ts"] >= since)
-            and (until is None or ev["ts"] <= until)
-            and (req.kind is None or ev["kind"] == req.kind)
+    with opened(ws) as db:
+        rows, matched, total = query(
+            db, since=since, until=until, kind=req.kind, team=req.team, agent=req.agent, limit=req.limit
+        )
+        unreadable, problems = folder_state(db)
+    shown = [event_record(r) for r in rows]
+    teams = team_events(ws)
+    total += len(teams)
+    if req.kind is None:
+        picked = [
+            ev
+            for ev in teams
+            if (since is None or time_key(ev["at"]) >= since)
+            and (until is None or time_key(ev["at"]) <= until)
             and (req.team is None or ev["team"] == req.team)
             and (agent is None or (ev["agent"] or "").casefold() == agent)
-        )
-
-    chosen = [ev for ev in events if keep(ev)]
-    chosen.sort(key=lambda ev: (ev["ts"], ev["at"], ev["id"] or ""), reverse=True)
-    shown = chosen[: req.limit]
-    for ev in shown:
-        del ev["ts"]
+        ]
+        if picked:
+            matched += len(picked)
+            shown = sorted(
+                [*shown, *picked], key=lambda ev: (time_key(ev["at"]), ev["id"] or ""), reverse=True
+            )
+            shown = shown[: req.limit]
     warnings = [f"{p['folder']}_index.json is {p['problem']}: {p['detail']}" for p in problems]
-    if len(chosen) > len(shown):
-        warnings.append(f"{len(chosen) - len(shown)} older event(s) not shown (raise --limit)")
+    if matched > len(shown):
+        warnings.append(f"{matched - len(shown)} older event(s) not shown (raise --limit)")
     quiet: list[str] = []
     if unreadable:
         from box_memory.recall_cache import unreadable_warning
@@ -210,8 +256,8 @@ def timeline(ws: Workspace, req: LogRequest | None = None) -> Result:
         quiet.append(unreadable_warning(unreadable))
     data = {
         "events": shown,
-        "matched": len(chosen),
-        "total": len(events),
+        "matched": matched,
+        "total": total,
         "filters": {
             "since": req.since,
             "until": req.until,

@@ -210,3 +210,34 @@ def test_on_a_terminal_log_goes_through_the_pager(tmp_path: Path, cli: Cli, ws: 
         [sys.executable, "-m", "box_memory", "log", "-w", str(ws)], env=env, capture_output=True, check=True
     )
     assert b"Paging" in proc.stdout and not seen.exists()
+
+
+def test_the_timeline_cache_follows_every_change_and_is_only_derived(cli: Cli, ws: Path) -> None:
+    from box_memory.timeline_cache import cache_file
+    from box_memory.workspace import open_workspace
+
+    first = _write(cli, ws, "One.", "--title", "One", "--agent", "a")
+    assert [e["id"] for e in _log(cli, ws)["data"]["events"]] == [first["id"]]
+    db = cache_file(open_workspace(str(ws)))
+    assert db.is_file()
+    second = _write(cli, ws, "Two.", "--title", "Two", "--agent", "b")
+    assert [e["id"] for e in _log(cli, ws)["data"]["events"]] == [second["id"], first["id"]]
+    # A superseded memory's line changes with the bookkeeping that rewrote its index entry.
+    third = _write(cli, ws, "One again.", "--supersedes", first["id"], "--agent", "c")
+    by = {e["id"]: e for e in _log(cli, ws)["data"]["events"]}
+    assert by[first["id"]]["superseded_by"] == third["id"] and by[third["id"]]["event"] == "supersede"
+    expected = _log(cli, ws)["data"]
+    db.write_bytes(b"not a database at all")  # corrupt: replaced, never trusted
+    assert _log(cli, ws)["data"] == expected
+    db.unlink()
+    assert _log(cli, ws)["data"] == expected
+
+
+def test_an_unusable_index_is_a_warning_and_the_rest_is_listed(cli: Cli, ws: Path) -> None:
+    cli.json("team", "create", "eng", "-w", str(ws))
+    note = _write(cli, ws, "Eng.", "--title", "Eng note", "--team", "eng")
+    _write(cli, ws, "Default.", "--title", "Default note")
+    (ws / "memories" / "_index.json").write_text("{ not json")
+    env = _log(cli, ws)
+    assert [e["id"] for e in env["data"]["events"] if e["event"] == "write"] == [note["id"]]
+    assert any("memories/_index.json is unparseable" in w for w in env["warnings"])
