@@ -254,7 +254,9 @@ def summary_lines(d: dict[str, Any]) -> list[str]:
     if d["unreadable"]:
         lines.append(f"Not readable by this user: {', '.join(d['unreadable'])}.")
     if d["brain_candidates"]:
-        lines.append(f"{len(d['brain_candidates'])} Box Brain candidate(s) await review.")
+        n = len(d["brain_candidates"])
+        shown = f"{n} or more" if n >= MAX_CANDIDATES else str(n)  # the page lists the newest
+        lines.append(f"{shown} Box Brain candidate(s) await review (`box-memory brain review`).")
     return lines
 
 

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from box_memory.errors import InvalidInput
-from box_memory.model import KINDS, parse_time
+from box_memory.model import KINDS
 from box_memory.params import Param
 from box_memory.result import Result
+from box_memory.timeline_cache import time_key
 from box_memory.workspace import Workspace
+
+__all__ = ["LogRequest", "memory_events", "team_events", "time_key", "timeline"]
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 100_000
@@ -78,67 +81,6 @@ def _bound(value: str | None, *, end: bool) -> str | None:
 
     t = dt.datetime.fromtimestamp(_date(value, end_of_day=end), dt.UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
-
-
-_UNDATED = "0000-00-00T00:00:00.000"
-
-
-def time_key(value: object) -> str:
-    """A timestamp as a string that sorts in time order: UTC `YYYY-MM-DDTHH:MM:SS.mmm`. What
-    box-memory and the plugin write (`...SSZ`, `...SS.mmmZ`) is cut, not parsed (10,000 entries
-    per `log`); anything else goes through the lenient parser; undated sorts oldest."""
-    text = value if isinstance(value, str) else ("" if value is None else str(value))
-    n = len(text)
-    if text.endswith("Z") and text[10:11] == "T" and (n == 20 or (n == 24 and text[19] == ".")):
-        return text[:19] + (text[19:23] if n == 24 else ".000")
-    t = parse_time(text)
-    if t is None:
-        return _UNDATED
-    import datetime as dt
-
-    t = t.astimezone(dt.UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
-
-
-def read_folder(
-    ws: Workspace, folder: str, *, denied: bool = False
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """One folder index's entries and the problem with it, if any (`denied`: this user may not
-    read it). Lighter than `index.load_index`: the JSON only, no per-field type checks (every
-    field shown is turned into text, and an entry without an id is skipped and reported)."""
-    import orjson
-
-    from box_memory.errors import InvalidFile, NotFound, Unreadable
-    from box_memory.model import INDEX_NAME
-    from box_memory.safeio import ReadFailed
-    from box_memory.store.base import join
-
-    where = folder + "/"
-    if denied:
-        return [], {"folder": where, "problem": "denied"}
-    try:
-        data = orjson.loads(ws.store.read_bytes(join(folder, INDEX_NAME)))
-    except Unreadable:
-        return [], {"folder": where, "problem": "denied"}
-    except NotFound:
-        try:
-            there = ws.store.exists(folder)
-        except Unreadable:
-            return [], {"folder": where, "problem": "denied"}
-        return [], ({"folder": where, "problem": "missing", "detail": "no _index.json"} if there else None)
-    except orjson.JSONDecodeError as e:
-        return [], {"folder": where, "problem": "unparseable", "detail": str(e.args[0])}
-    except InvalidFile as e:
-        kind = "unreadable" if isinstance(e, ReadFailed) else "unparseable"
-        return [], {"folder": where, "problem": kind, "detail": str(e)}
-    entries = data.get("entries") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        return [], {"folder": where, "problem": "unparseable", "detail": "not a box-memory index"}
-    good = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-    if len(good) != len(entries):
-        detail = f"{len(entries) - len(good)} malformed entries skipped; run `box-memory index-rebuild`"
-        return good, {"folder": where, "problem": "malformed", "detail": detail}
-    return good, None
 
 
 def event_record(row: dict[str, Any]) -> dict[str, Any]:
