@@ -164,6 +164,10 @@ def commit_memory(
     changed: dict[str, FolderIndex] = {folder: idx}
     old_idx = idx
     old_raw = b""
+    aliased = frontmatter.with_alias(meta)
+    if aliased is not meta:  # in place: the caller reads back the meta it passed
+        meta.clear()
+        meta.update(aliased)
     if old is not None:
         if old.located.folder != folder:
             old_idx = load_index(ws, old.located.folder)
@@ -171,6 +175,7 @@ def commit_memory(
         old.mem.meta["status"] = "superseded"
         old.mem.meta["superseded_by"] = meta["id"]
         old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
+        frontmatter.drop_alias(old.mem.meta, str(meta.get("title") or ""))
         old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
     from box_memory.recall_cache import after_write, before_write
 

@@ -320,3 +320,41 @@ def render(meta: dict[str, Any], body: str) -> str:
     if body and not body.startswith("\n"):
         body = "\n" + body
     return f"---\n{dump_yaml(meta)}---\n{body}"
+
+
+# --- Obsidian aliases ------------------------------------------------------------------------
+
+
+def with_alias(meta: dict[str, Any]) -> dict[str, Any]:
+    """`meta` with `aliases: [<title>]` right after the title: Obsidian resolves `[[Title]]` to
+    a file through its aliases (files are named `<kind>__<slug>.md`, not after the title). Other
+    readers keep the key as they keep any unknown key."""
+    title = str(meta.get("title") or "")
+    have = meta.get("aliases")
+    aliases = [str(a) for a in have] if isinstance(have, list) else ([str(have)] if have else [])
+    if title and title.casefold() not in {a.casefold() for a in aliases}:
+        aliases.insert(0, title)
+    if not aliases:
+        return meta
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if k != "aliases":
+            out[k] = v
+        if k == "title":
+            out["aliases"] = aliases
+    out.setdefault("aliases", aliases)
+    return out
+
+
+def drop_alias(meta: dict[str, Any], title: str) -> None:
+    """The superseded memory gives up the alias its successor now carries, so `[[Title]]` opens
+    the current memory of a chain (a successor with another title leaves the old alias alone)."""
+    have = meta.get("aliases")
+    if have is None:
+        return
+    aliases = [str(a) for a in have] if isinstance(have, list) else [str(have)]
+    kept = [a for a in aliases if a.casefold() != title.casefold()]
+    if kept:
+        meta["aliases"] = kept
+    else:
+        del meta["aliases"]

@@ -364,6 +364,7 @@ def _earlier_supersede(
             old.mem.meta["status"] = "superseded"
             old.mem.meta["superseded_by"] = mem.id
             old.mem.meta["updated_at"] = mem.meta.get("updated_at") or now_iso()
+            frontmatter.drop_alias(old.mem.meta, mem.title)
             old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
             old_file_id = ws.store.write_bytes(old.located.path, old_raw)
             old_size = len(old_raw)

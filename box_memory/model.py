@@ -181,6 +181,11 @@ def index_entry(mem: Memory, *, filename: str, file_id: str | None, size_bytes: 
     }
     if mem.meta.get("expires_at"):
         entry["expires_at"] = str(mem.meta["expires_at"])
+    # For the timeline (`log`), which answers from the indexes: who wrote it, what it replaced.
+    if mem.meta.get("agent"):
+        entry["agent"] = str(mem.meta["agent"])
+    if mem.supersedes:
+        entry["supersedes"] = mem.supersedes
     return entry
 
 

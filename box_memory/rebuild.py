@@ -443,6 +443,9 @@ def _complete_supersede(ws: Workspace, scans: list[FolderScan], item: dict[str, 
     mem.meta["status"] = "superseded"
     mem.meta["superseded_by"] = item["superseded_by"]
     mem.meta["updated_at"] = now_iso()
+    successor = next((e for s in scans for e in s.entries if e["id"] == item["superseded_by"]), None)
+    if successor is not None:  # `[[Title]]` opens the current memory (frontmatter.drop_alias)
+        frontmatter.drop_alias(mem.meta, str(successor.get("title") or ""))
     raw = frontmatter.render(mem.meta, mem.body).encode("utf-8")
     file_id = ws.store.write_bytes(path, raw)
     for s in scans:

@@ -18,6 +18,7 @@ User-facing variables (README):
 - `BOX_MEMORY_DEADLINE_S` (180; `0` for none): how long one command's Box calls may take in all,
   retries and waits included (brain-sync and serve itself are exempt)
 - `BOX_MEMORY_SERVE_TOKEN` a bearer token `serve --transport streamable-http` requires of callers
+- `BOX_MEMORY_PAGER` / `PAGER`  the pager `log` uses on a terminal (`less -FRX`; empty or `cat`: none)
 
 Tuning and test hooks (seconds unless named otherwise):
 - `BOX_MEMORY_LOCK_STALE_S` (30), `BOX_MEMORY_LOCK_WAIT_S` (15), `BOX_MEMORY_LOCK_RENEW_S`
@@ -74,6 +75,8 @@ READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
 DEADLINE_S = "BOX_MEMORY_DEADLINE_S"
 SERVE_TOKEN = "BOX_MEMORY_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a secret
 DEFAULT_DEADLINE_S = 180.0
+PAGER = "BOX_MEMORY_PAGER"
+DEFAULT_PAGER = "less -FRX"
 
 DEFAULT_MCP_URL = "https://mcp.box.com/"
 
@@ -148,6 +151,18 @@ def windows_local_appdata() -> Path | None:
 def editor() -> str | None:
     """The user's editor command (`$VISUAL`, then `$EDITOR`), not yet split into words."""
     return os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
+
+
+def pager() -> str:
+    """The pager command for long listings (`$BOX_MEMORY_PAGER`, `$PAGER`, else `less -FRX`), not
+    yet split into words; empty means none."""
+    return os.environ.get(PAGER, os.environ.get("PAGER", DEFAULT_PAGER))
+
+
+def pager_environment() -> dict[str, str]:
+    """The pager's environment: this one, with `LESS=FRX` (git's: quit if the text fits one
+    screen, keep colour) unless the user set `LESS`."""
+    return {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
 
 
 def present(names: Iterable[str]) -> dict[str, str]:

@@ -79,7 +79,10 @@ def create_team(ws: Workspace, name: str) -> Result:
             except AlreadyExists:
                 pass
         if not existed:
+            from box_memory.timeline import record_team_event
+
             ws.config.data["teams"] = [*ws.config.teams, name]
+            record_team_event(ws.config.data, "team-create", name)
             ws.save_config()  # the commit point: the team exists once the config lists it
         refresh_rollup(ws)
     report = {
@@ -244,6 +247,10 @@ def remove_team(ws: Workspace, name: str) -> Result:
                 ids.pop(k, None)
             if "folder_ids" in ws.config.data:
                 ws.config.data["folder_ids"] = ids
+            from box_memory.timeline import record_team_event
+
+            # The folder moves to _archive/teams/<name>/ next (or <name>.<time>/ on a clash).
+            record_team_event(ws.config.data, "team-remove", name, archived_to=f"{ARCHIVE}/{name}/")
             ws.save_config()  # the commit point; a crash after it leaves the folder to archive
         archived_to = None
         if present:

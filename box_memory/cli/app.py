@@ -30,6 +30,8 @@ COMMAND_MODULES: dict[str, str] = {
     "companion": "companion_cmd",
     "index-rebuild": "index_cmds",
     "status": "status_cmd",
+    "log": "audit_cmds",
+    "report": "audit_cmds",
     "team": "team_cmd",
     "auth": "auth_cmd",
     "mcp-check": "mcp_cmd",

@@ -39,6 +39,8 @@ class Outcome:
     # Exact text for stdout when it is not a terminal (a memory file's content, byte for byte);
     # `lines` are then not printed.
     raw: str | None = None
+    # Long listings (`log`) go through the user's pager on a terminal, as git's do.
+    page: bool = False
 
 
 class Printer:
@@ -153,6 +155,8 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
         sys.stdout.buffer.write(outcome.raw.encode("utf-8", "surrogateescape"))
         sys.stdout.flush()
         return
+    if outcome.page and out.tty and outcome.lines and page(outcome.lines):
+        return
     for line in outcome.lines:
         out.line(line)
     if outcome.table is not None:
@@ -162,6 +166,57 @@ def emit(command: str, opts: Opts, outcome: Outcome, started: float) -> None:
 # Commands that have the terminal to themselves while they run (a server's log, their own bars, a
 # browser sign-in or hidden prompt, an editor): no "still working" line of the CLI's over them.
 TALKS_ITSELF = frozenset({"serve", "brain-sync", "auth login", "auth token", "brain review edit"})
+
+
+def pager_command() -> list[str] | None:
+    """The pager to use: BOX_MEMORY_PAGER, else PAGER, else `less -FRX` (quits when the text fits
+    a screen, keeps colour); empty or `cat` means none."""
+    import shlex
+
+    from box_memory import settings
+
+    raw = settings.pager()
+    try:
+        argv = shlex.split(raw)
+    except ValueError:
+        return None
+    if not argv or argv[0] == "cat":
+        return None
+    return argv
+
+
+def page(lines: list[str]) -> bool:
+    """Show `lines` (rich markup, untrusted text made visible) through the pager; False when there
+    is none to run, so the caller prints them itself."""
+    import io
+    import subprocess
+
+    argv = pager_command()
+    if argv is None:
+        return False
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(visible(line))
+    env = None
+    if argv[0].endswith("less"):
+        from box_memory import settings
+
+        env = settings.pager_environment()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return False
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(buf.getvalue().encode("utf-8", "replace"))
+        proc.stdin.close()
+    except BrokenPipeError:  # the reader quit early (q in less): that is fine
+        pass
+    proc.wait()
+    return True
 
 
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:

@@ -29,6 +29,8 @@ ARGS: dict[str, list[str]] = {
     "companion": ["--stale"],
     "index-rebuild": ["--check"],
     "status": [],
+    "log": ["--kind", "decision"],
+    "report": ["-o", "{tmp}/report.html"],
     "team create": ["eng"],
     "team ls": [],
     "team inspect": ["default"],
@@ -63,6 +65,8 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "index_rebuild": {"check": True},
     "status": {},
     "brain_search": {"query": "walk"},
+    "log": {"limit": 5},
+    "report": {"html": True},
 }
 
 

@@ -68,6 +68,7 @@ def superseded_version(raw: bytes, new_id: str, when: str) -> bytes:
     """The old memory exactly as a completed supersede writes it (one clock with the new one)."""
     meta, body = frontmatter.parse(raw.decode("utf-8"))
     meta = {**meta, "status": "superseded", "superseded_by": new_id, "updated_at": when}
+    frontmatter.drop_alias(meta, str(meta["title"]))  # the successor keeps the title's alias
     return frontmatter.render(meta, body).encode()
 
 

@@ -13,8 +13,10 @@ from mcp import Client, MCPError
 
 from tests.conftest import Cli
 
-TOOL_NAMES = {"recall", "get", "write", "companion_check", "index_rebuild", "status", "brain_search"}
-READ_ONLY = {"recall", "get", "companion_check", "status", "brain_search"}
+TOOL_NAMES = {
+    "recall", "get", "write", "companion_check", "index_rebuild", "status", "brain_search", "log", "report"
+}  # fmt: skip
+READ_ONLY = {"recall", "get", "companion_check", "status", "brain_search", "log", "report"}
 BOUNDARY_WORDS = "untrusted"
 
 

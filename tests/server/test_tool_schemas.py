@@ -13,8 +13,10 @@ from box_memory.index_rebuild import RebuildRequest
 from box_memory.memories import GetRequest, WriteRequest
 from box_memory.params import Param
 from box_memory.recall import BrainSearchRequest, RecallRequest
+from box_memory.report import ReportRequest
 from box_memory.server import TOOLS, MemoryServer
 from box_memory.status import StatusRequest
+from box_memory.timeline import LogRequest
 
 REQUESTS: dict[str, type] = {
     "recall": RecallRequest,
@@ -24,6 +26,8 @@ REQUESTS: dict[str, type] = {
     "index_rebuild": RebuildRequest,
     "status": StatusRequest,
     "brain_search": BrainSearchRequest,
+    "log": LogRequest,
+    "report": ReportRequest,
 }
 
 
