@@ -1088,8 +1088,8 @@ def check_source(ws: Workspace, source: Path) -> None:
 
 def _workspace_root(ws: Workspace) -> Path | None:
     """The workspace's folder on this machine (a local or Box Drive workspace), else None."""
-    root = getattr(ws.store, "root", None)
-    return Path(root) if isinstance(root, (str, Path)) else None
+    root = ws.store.local_root()
+    return Path(root) if root is not None else None
 
 
 def _read_items(ws: Workspace, source: Path, fmt: str, report: ImportReport) -> list[SourceItem]:

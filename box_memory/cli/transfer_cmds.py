@@ -36,8 +36,9 @@ def import_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Import memories from basic-memory, Claude Code, mem0 or a markdown folder (idempotent: an
-    unchanged item is skipped, a changed one supersedes what it imported before)."""
+    """Import memories from basic-memory, Claude Code, mem0 or a markdown folder (idempotent).
+
+    An unchanged item is skipped; a changed one supersedes what it imported before."""
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:

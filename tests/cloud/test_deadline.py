@@ -122,8 +122,9 @@ def test_deadline_setting(value: str | None, expected: float | None, monkeypatch
 
 
 def test_brain_sync_is_long_by_design_and_has_no_deadline(
-    emu: Emulator, cli: Cli, monkeypatch: pytest.MonkeyPatch
+    emu: Emulator, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    cli.json("init", "--path", str(tmp_path / "ws"))  # a Box Brain source belongs to a workspace
     folder = emu.fs.root / "brain-docs"
     for n in range(3):
         (folder / f"doc-{n}.md").parent.mkdir(parents=True, exist_ok=True)
