@@ -124,12 +124,10 @@ class RecallResult:
 
     @property
     def result(self) -> Result:
-        """The service result: folders this user may not read are a quiet warning (--verbose)."""
-        from box_memory.recall_cache import UNREADABLE
-
-        loud = [w for w in self.warnings if not w.startswith(UNREADABLE)]
-        quiet = [w for w in self.warnings if w.startswith(UNREADABLE)]
-        return Result(self.data, warnings=loud, quiet_warnings=quiet)
+        """The service result. Every warning is one that changes what the hits mean (a stale index,
+        a folder this user may not read left out, a stale companion), so each is said in plain
+        output too (on stderr), and said once."""
+        return Result(self.data, warnings=list(dict.fromkeys(self.warnings)))
 
 
 class Filters:
