@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -43,6 +43,9 @@ from box_memory.progress import task
 from box_memory.safeio import ReadFailed
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
+
+if TYPE_CHECKING:
+    from box_memory.file_watch import FolderWatch
 
 SCHEMA_VERSION = "11"
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
@@ -183,6 +186,7 @@ class Refresh:
         self.memory_only = memory_only
         self.kept_open = False  # a long-lived process reused its open cache
         self.rechecked_files = 0  # memory files whose stat changed since they were read
+        self.stat_folders = 0  # folders whose memory files were stat'ed (all, unless watched)
         self.ms = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -196,6 +200,7 @@ class Refresh:
             "reread_files": self.reread_files,
             "removed": self.removed,
             "rechecked_files": self.rechecked_files,
+            "stat_folders": self.stat_folders,
             "refresh_ms": round(self.ms, 1),
         }
 
@@ -219,6 +224,9 @@ class RecallCache:
         self._outside: set[tuple[str, str]] = set()  # (folder, id): read again as changed in place
         self._just_read: set[int] = set()  # rids whose files this transaction read
         self._racy: set[str] = set()  # folders where a racy file stat was recorded
+        # A kept-open cache's inotify watch on the memory folders (`file_watch`): with it, only the
+        # folders that had an event since the last call have their files stat'ed.
+        self.watch: FolderWatch | None = None
 
     # --- opening ------------------------------------------------------------------------
 
@@ -261,6 +269,9 @@ class RecallCache:
         return bool(self.conn.execute(q).fetchone()[0])
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
         if self.db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.db.close()
@@ -371,12 +382,23 @@ class RecallCache:
         root = self.ws.store.local_root
         if root is None:
             return False
+        watch = self.watch
+        events = watch.changed() if watch is not None else None  # drained before any stat
         stale = []
         for f in folders:
             row = rows.get(f)
             if row is None or row[1] in (None, "denied"):
                 continue  # not cached, unreadable, or read again next time anyway
-            got = folder_stats(os.path.join(root, f))  # noqa: PTH118 - a string join: no Path objects
+            path = os.path.join(root, f)  # noqa: PTH118 - a string join: no Path objects
+            if watch is not None and events is not None and row[3] is not None:
+                # Watched since its files were last compared, and no event since: unchanged.
+                if watch.watching(path) and path not in events:
+                    continue
+                watch.watch(path)  # before the stats: a change after them is an event next time
+            elif watch is not None:
+                watch.watch(path)
+            self.stats.stat_folders += 1
+            got = folder_stats(path)
             if got is not None and got[0] != row[3]:
                 stale.append((f, *got))
         if not stale:
@@ -1053,8 +1075,11 @@ def _held_cache(ws: Workspace, path: str) -> RecallCache | None:
     cache = _held.get(path)
     try:
         if cache is None:
+            from box_memory.file_watch import FolderWatch
+
             cache = RecallCache(ws, path)
             cache.open()
+            cache.watch = FolderWatch.start(str(ws.store.local_root))
             _held[path] = cache
         cache.ws = ws
         cache.stats = Refresh(memory_only=False)

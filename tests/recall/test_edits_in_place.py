@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,24 @@ def test_a_touch_without_a_change_reads_the_file_once_and_warns_nothing(root: Pa
     assert not stale(warnings)
     # Read again and found the same (the other file too: written just now, its stat was racy).
     assert data["cache"]["rechecked_files"] >= 1 and data["cache"]["reread_files"] == 0
+
+
+def test_serve_stats_no_file_while_nothing_changed_and_sees_the_next_edit(root: Path, cli: Cli) -> None:
+    """A kept-open cache on a local filesystem watches its folders (inotify): a call with no event
+    since the last one stats no memory file; an edit is still seen by the very next call."""
+    from box_memory.file_watch import FolderWatch
+
+    if FolderWatch.start(str(root)) is None:
+        pytest.skip("no inotify here: every call stats the files (the other tests cover that)")
+    recall_cache.keep_open()
+    try:
+        hits(cli, root, "canary")
+        time.sleep(recall_cache.RACY_NS / 1e9)  # past the racy window of the files just written
+        hits(cli, root, "canary")
+        _, _, data = hits(cli, root, "canary")
+        assert data["cache"]["kept_open"] is True and data["cache"]["stat_folders"] == 0
+        edit(memory(root, "deploy-plan"), "canary", "zebras")
+        found, _, data = hits(cli, root, "zebras")
+        assert found == ["Deploy plan"] and data["cache"]["stat_folders"] == 1
+    finally:
+        recall_cache.close_held()
