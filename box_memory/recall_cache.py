@@ -875,13 +875,19 @@ def _body_sig(raw: bytes) -> bytes:
     return blake2b(raw, digest_size=16).digest()
 
 
+_SCANDIR_FD = os.scandir in os.supports_fd
+
+
 def folder_stats(path: str) -> tuple[str, dict[str, os.stat_result]] | None:
     """One folder's memory files: a digest of their stats (order-free, deterministic across
     processes: it hashes integers only) and the stats by name. None when it cannot be listed."""
     acc = 0
     stats: dict[str, os.stat_result] = {}
+    fd = None
     try:
-        with os.scandir(path) as it:
+        if _SCANDIR_FD:  # each stat then looks up one name in the open folder, not the whole path
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        with os.scandir(path if fd is None else fd) as it:
             for de in it:
                 name = de.name
                 if not name.endswith(".md") or name[0] == "." or name == "README.md":
@@ -894,6 +900,9 @@ def folder_stats(path: str) -> tuple[str, dict[str, os.stat_result]] | None:
                 acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     except OSError:
         return None
+    finally:
+        if fd is not None:
+            os.close(fd)
     return f"{len(stats)}:{acc & 0xFFFFFFFFFFFFFFFF:x}", stats
 
 
