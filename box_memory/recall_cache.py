@@ -400,7 +400,9 @@ class RecallCache:
             self.stats.stat_folders += 1
             got = folder_stats(path)
             if got is not None and got[0] != row[3]:
-                stale.append((f, *got))
+                got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
+                if got is not None:
+                    stale.append((f, *got))
         if not stale:
             return False
         db = self.conn
@@ -875,35 +877,37 @@ def _body_sig(raw: bytes) -> bytes:
     return blake2b(raw, digest_size=16).digest()
 
 
-_SCANDIR_FD = os.scandir in os.supports_fd
+_DIR_FD = os.stat in os.supports_dir_fd and os.listdir in os.supports_fd
 
 
-def folder_stats(path: str) -> tuple[str, dict[str, os.stat_result]] | None:
+def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.stat_result]] | None:
     """One folder's memory files: a digest of their stats (order-free, deterministic across
-    processes: it hashes integers only) and the stats by name. None when it cannot be listed."""
-    acc = 0
+    processes: it hashes integers only) and, with `keep`, the stats by name. None when it cannot
+    be listed. Each stat looks up one name in the open folder, not the whole path."""
+    acc = count = 0
     stats: dict[str, os.stat_result] = {}
     fd = None
+    stat = os.stat
     try:
-        if _SCANDIR_FD:  # each stat then looks up one name in the open folder, not the whole path
+        if _DIR_FD:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        with os.scandir(path if fd is None else fd) as it:
-            for de in it:
-                name = de.name
-                if not name.endswith(".md") or name[0] == "." or name == "README.md":
-                    continue
-                try:
-                    st = de.stat()
-                except OSError:
-                    continue
+        for name in os.listdir(path if fd is None else fd):  # noqa: PTH208 - names of an open folder
+            if not name.endswith(".md") or name[0] == "." or name == "README.md":
+                continue
+            try:
+                st = stat(name, dir_fd=fd) if fd is not None else stat(os.path.join(path, name))  # noqa: PTH118
+            except OSError:
+                continue
+            count += 1
+            acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            if keep:
                 stats[name if name.isascii() else unicodedata.normalize("NFC", name)] = st
-                acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     except OSError:
         return None
     finally:
         if fd is not None:
             os.close(fd)
-    return f"{len(stats)}:{acc & 0xFFFFFFFFFFFFFFFF:x}", stats
+    return f"{count}:{acc & 0xFFFFFFFFFFFFFFFF:x}", stats
 
 
 def _as_indexed(ent: dict[str, Any], path: str, raw: bytes) -> dict[str, Any] | None:
