@@ -325,10 +325,10 @@ class RecallCache:
         if self._check_files(folders, rows):
             rows = self._folder_rows()
         self._just_read, self._racy = set(), set()
+        drifted = self._drifted()
         self.stats.ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
         denied: list[str] = []
-        drifted = self._drifted()
         for f in folders:
             if f in rows:
                 for w in orjson.loads(rows[f][2]):
@@ -371,8 +371,9 @@ class RecallCache:
         entry its index holds (a partial index: nothing to read when there are none)."""
         return dict(
             self.conn.execute(
-                "SELECT e.folder, count(*) FROM src s JOIN entries e ON e.rid = s.rid WHERE s.drift = 1 "
-                "GROUP BY e.folder"
+                # CROSS JOIN keeps src outside: the planner would rather scan every entry.
+                "SELECT e.folder, count(*) FROM src s CROSS JOIN entries e ON e.rid = s.rid "
+                "WHERE s.drift = 1 GROUP BY e.folder"
             ).fetchall()
         )
 
