@@ -430,7 +430,7 @@ class RecallCache:
         `_plan_folder` handles those."""
         db = self.conn
         prefix = folder + "/"
-        suspect: list[tuple[int, str, str, bytes | None, os.stat_result]] = []
+        suspect: list[tuple[int, str, str, bytes | None, os.stat_result, bool]] = []
         for rid, mid, path, stat_sig, body_sig in db.execute(
             "SELECT e.rid, e.id, e.path, s.stat_sig, s.body_sig FROM entries e JOIN src s ON s.rid = e.rid "
             "WHERE e.folder = ?",
@@ -439,17 +439,20 @@ class RecallCache:
             if rid in self._just_read or not path.startswith(prefix):
                 continue
             st = stats.get(path[len(prefix) :])
-            if st is None or stat_sig == _stat_sig(st):
+            if st is None or stat_sig == (sig := _stat_sig(st)):
                 continue
-            suspect.append((rid, mid, path, body_sig, st))
+            suspect.append((rid, mid, path, body_sig, st, stat_sig == "?" + sig))
         self.stats.rechecked_files += len(suspect)
         todo: list[tuple[str, str, _Todo]] = []
         index: dict[str, dict[str, Any]] | None = None
-        for rid, mid, path, body_sig, st in suspect:
-            try:
-                raw = self.ws.store.read_bytes(path)
-            except BoxMemoryError:
-                self._racy.add(folder)  # not readable now: checked again next time
+        for rid, mid, path, body_sig, st, only_racy in suspect:
+            # Never waits for a download (a Box Drive file online only) nor for a held file.
+            raw = self.ws.store.read_if_local(path)
+            if raw is None:
+                if only_racy:  # unchanged since it was read: trusted, not retried on every call
+                    db.execute("UPDATE src SET stat_sig = ? WHERE rid = ?", (_stat_sig(st), rid))
+                else:
+                    self._racy.add(folder)  # changed, and not readable now: compared again next time
                 continue
             if body_sig is not None and _body_sig(raw) == body_sig:
                 sig = _recorded_sig(st)  # the same bytes: only the stat moved (a touch, a chmod)
@@ -822,10 +825,10 @@ class RecallCache:
             return None
 
     def _disagrees(self, ent: dict[str, Any], path: str) -> bool:
-        """Whether the memory file at `path` no longer gives the index entry `ent`."""
-        try:
-            raw = self.ws.store.read_bytes(path)
-        except BoxMemoryError:
+        """Whether the memory file at `path` no longer gives the index entry `ent` (so far as a
+        read that never waits for a download can tell)."""
+        raw = self.ws.store.read_if_local(path)
+        if raw is None:
             return True
         fresh = _as_indexed(ent, path, raw)
         return fresh is None or _differs(ent, fresh, len(raw))
