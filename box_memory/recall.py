@@ -8,8 +8,12 @@ titles, slugs and tags -> body full-text (BM25). Free-text scoring per entry: th
 equals the title 10, the slug (or the query's slugified form) 8, a tag (or its normalised form) 6;
 otherwise the best partial field over the query tokens - a token inside the title 4, the slug 3, a
 tag 2 (case-insensitive substring) - plus 0.1 per further distinct token matching anywhere (body
-included), at most +0.9; body-only matches 1 + 0.9 * bm25 / best bm25 of the result. Ties go to
-the newest `updated_at`.
+included), at most +0.9; body-only matches 1 + 0.9 * bm25 / best bm25 of the result.
+
+One total order everywhere (`hit_order`): score, then the newest `updated_at` (undated last), then
+not superseded, then the later id, then the folder. Every step that keeps only the best `limit`
+candidates keeps, with them, every candidate tying the last one kept on what that step can see
+(score and time), so `--limit N` is always exactly the first N of the unlimited answer.
 
 Query tokens are the query's words (`\\w+`, case-folded) minus a short list of English stopwords
 and single letters (unless nothing else is left): without that, "what did we decide about auth"
@@ -18,6 +22,7 @@ would match every title containing "we" or "at" as a substring.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -119,12 +124,10 @@ class RecallResult:
 
     @property
     def result(self) -> Result:
-        """The service result: folders this user may not read are a quiet warning (--verbose)."""
-        from box_memory.recall_cache import UNREADABLE
-
-        loud = [w for w in self.warnings if not w.startswith(UNREADABLE)]
-        quiet = [w for w in self.warnings if w.startswith(UNREADABLE)]
-        return Result(self.data, warnings=loud, quiet_warnings=quiet)
+        """The service result. Every warning is one that changes what the hits mean (a stale index,
+        a folder this user may not read left out, a stale companion), so each is said in plain
+        output too (on stderr), and said once."""
+        return Result(self.data, warnings=list(dict.fromkeys(self.warnings)))
 
 
 class Filters:
@@ -423,7 +426,10 @@ class Search:
                 rare = rare or n * 50 < self.cache.entry_count()
         if not rare:  # keep the planner on the time index: the tag test becomes a per-row probe
             fsql = fsql.replace("e.rid IN (SELECT rid FROM tags", "+e.rid IN (SELECT rid FROM tags")
-        sql = f"SELECT {ENTRY_COLS} FROM entries e WHERE {fsql} ORDER BY e.updated_ts DESC, e.id LIMIT :lim"  # noqa: S608
+        sql = (
+            f"SELECT {ENTRY_COLS} FROM entries e WHERE {fsql} "  # noqa: S608
+            f"ORDER BY e.updated_ts DESC, {ORDER_TAIL} LIMIT :lim"
+        )
         params["lim"] = self.limit
         return [Hit(Row(r), 0.0, "filter") for r in self.db.execute(sql, params)]
 
@@ -467,7 +473,7 @@ class Search:
             "OR e.rid IN (SELECT rid FROM tags WHERE tag IN (:qn, :qtag))) "
             f"AND e.rid NOT IN (SELECT value FROM json_each(:xskip)) AND {fsql} "
             "ORDER BY CASE WHEN e.title_cf = :qn THEN 0 WHEN e.slug_cf IN (:qn, :qslug) THEN 1 ELSE 2 END, "
-            "coalesce(e.updated_ts, 0.0) DESC, e.superseded_by IS NOT NULL, e.id DESC LIMIT :xlim"
+            f"e.updated_ts DESC, {ORDER_TAIL} LIMIT :xlim"
         )
         for r in (
             Row(t)
@@ -524,8 +530,7 @@ class Search:
                 per AS MATERIALIZED
                   (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
                 SELECT rid, best, best * 10 + min(9, ({found}) - 1) AS tenths, uts FROM per
-                WHERE {where}
-                ORDER BY tenths DESC, uts DESC, rid LIMIT :lim"""  # noqa: S608
+                WHERE {where}"""  # noqa: S608
 
         seed, rare = self._rare_first(tokens, word_lists, p, statement)
         top = self._newest_first(
@@ -601,13 +606,14 @@ class Search:
             "(rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR rid IN "
             "(SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid IN (SELECT value FROM json_each(:qf))))",
         )
-        return self.db.execute(sql, q).fetchall(), len(rare)
+        return self.best(sql, q), len(rare)
 
     def _newest_first(
         self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]]
     ) -> list[tuple[Any, ...]]:
         """Run the scoring statement `sql` over rid ranges, newest first, until no older entry can
-        make the cut; the `limit` best (rid, best, tenths, uts) rows, as one run over all entries.
+        make the cut; the `limit` best (rid, best, tenths, uts) rows and those tying the last of them
+        on (tenths, uts), as one run over all entries.
 
         A rid orders entries by updated time (`recall_cache.RID_SHIFT`), and every posting and body
         match of an entry carries its rid, so a range's run scores its entries exactly. Once the
@@ -616,7 +622,7 @@ class Search:
         grow by half from WINDOW entries; a query whose best matches are old reads them all.
         """
         hi = self.db.execute("SELECT max(rid) FROM entries").fetchone()[0]
-        got = sorted(seed, key=_rank)[: self.limit]
+        got = _cut(seed, self.limit)
         if top_level < 0:
             return got
         left = self.cache.entry_count()
@@ -633,13 +639,13 @@ class Search:
                     {"hi": hi, "m": span},
                 ).fetchone()
             lo = below[0] + 1 if below else -(1 << 63)
-            got += self.db.execute(sql, {**p, "lo": lo, "hi": hi}).fetchall()
+            got += self.best(sql, {**p, "lo": lo, "hi": hi})
             self.ranges_read += 1
-            got = sorted({r[0]: r for r in got}.values(), key=_rank)[: self.limit]
+            got = _cut(list({r[0]: r for r in got}.values()), self.limit)
             if below is None:
                 break
             if len(got) >= self.limit:
-                tenths, uts = got[-1][2], got[-1][3]
+                tenths, uts = got[self.limit - 1][2], got[self.limit - 1][3]
                 bound = uts_below(lo)
                 if tenths > top_level or (
                     tenths == top_level and uts is not None and (bound is None or uts >= bound)
@@ -654,12 +660,43 @@ class Search:
         sql = (
             f"SELECT bm25(fts) AS r, {ENTRY_COLS} FROM fts JOIN entries e ON e.rid = fts.rowid "  # noqa: S608
             f"WHERE fts MATCH :q AND e.rid NOT IN (SELECT value FROM json_each(:skip)) AND {fsql} "
-            "ORDER BY r, e.updated_ts DESC, e.id LIMIT :k"
+            "ORDER BY r LIMIT :k"
         )
-        params.update(q=" OR ".join(_phrase(t) for t in tokens), skip=_json_ints(skip), k=k)
+        params.update(q=" OR ".join(_phrase(t) for t in tokens), skip=_json_ints(skip), k=k + 1)
         got = [(-r[0], Row(r[1:])) for r in self.db.execute(sql, params)]
         top = max((g for g, _ in got), default=0.0)
-        return [Hit(r, round(1 + (0.9 * g / top if top > 0 else 0.0), 6), "body") for g, r in got]
+
+        def score(g: float) -> float:
+            return round(1 + (0.9 * g / top if top > 0 else 0.0), 6)
+
+        if len(got) > k and score(got[k - 1][0]) == score(got[k][0]):
+            # Ties at the cut (equal bm25, or scores equal once rounded): take every body match
+            # scoring at least as well, so the final order - not bm25's - decides between them.
+            low = (score(got[k - 1][0]) - 1 - 1e-6) * top / 0.9 if top > 0 else -math.inf
+            params.update(k=-1, low=low)
+            sql = sql.replace("ORDER BY r LIMIT :k", "AND -bm25(fts) >= :low ORDER BY r LIMIT :k")
+            got = [(-r[0], Row(r[1:])) for r in self.db.execute(sql, params)]
+        hits = [Hit(r, score(g), "body") for g, r in got]
+        if len(hits) > k:
+            last = hits[k - 1].score
+            hits = [h for h in hits if h.score >= last]
+        return hits
+
+    def best(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The `limit` best rows of a scoring statement (rid, best, tenths, uts) by tenths and time,
+        with every row tying the last of them on both: which of those ranks first is for
+        `hit_order` to say (by id), not for the order rows happen to come in."""
+        lim = self.limit
+        rows = self.db.execute(
+            f"{sql} ORDER BY tenths DESC, uts DESC LIMIT :lim", {**params, "lim": lim + 1}
+        ).fetchall()
+        if len(rows) > lim and _rank(rows[lim - 1])[:3] == _rank(rows[lim])[:3]:
+            tied = self.db.execute(
+                f"SELECT * FROM ({sql}) WHERE tenths = :tt AND uts IS :tu",  # noqa: S608
+                {**params, "tt": rows[lim - 1][2], "tu": rows[lim - 1][3]},
+            ).fetchall()
+            rows = list({r[0]: r for r in [*rows, *tied]}.values())
+        return _cut(rows, lim)
 
     # --- output -------------------------------------------------------------------------
 
@@ -677,6 +714,40 @@ class Search:
             if raw is not None:
                 out[rid] = split_body(raw)[1]
         return out
+
+
+def _cut(rows: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+    """Scoring rows in `_rank` order: the first `limit`, and every later one tying the last of
+    them on (tenths, uts)."""
+    rows = sorted(rows, key=_rank)
+    if len(rows) <= limit:
+        return rows
+    last = _rank(rows[limit - 1])[:3]
+    end = limit
+    while end < len(rows) and _rank(rows[end])[:3] == last:
+        end += 1
+    return rows[:end]
+
+
+# The tail of every SQL ORDER BY that cuts hits, after score and time: as `hit_order`.
+ORDER_TAIL = "e.superseded_by IS NOT NULL, e.id DESC, e.folder"
+
+
+def hit_order(hits: list[Hit]) -> list[Hit]:
+    """The one order of recall hits: best score; then newest `updated_at`, undated last; then not
+    superseded (supersede bookkeeping gives the old memory its successor's time); then the later
+    (ULID) id; then the folder ((folder, id) is unique: a total order)."""
+    out = sorted(hits, key=lambda h: h.row.folder)
+    out.sort(key=lambda h: h.row.id, reverse=True)
+    out.sort(
+        key=lambda h: (
+            -h.score,
+            h.row.updated_ts is None,
+            -(h.row.updated_ts or 0.0),
+            bool(h.row.superseded_by),
+        )
+    )
+    return out
 
 
 def _rank(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -1037,11 +1108,7 @@ def _run(
                 for h in hits:
                     h.score = 8.0
         hits += s.free_text(text, {h.row.rid for h in hits})
-    # Ties (same score and time: supersede bookkeeping gives the old memory its successor's
-    # `updated_at`) go to the newer memory: not superseded first, then the later (ULID) id.
-    hits.sort(key=lambda h: h.row.id, reverse=True)
-    hits.sort(key=lambda h: (-h.score, -(h.row.updated_ts or 0.0), bool(h.row.superseded_by)))
-    hits = hits[: req.limit]
+    hits = hit_order(hits)[: req.limit]
 
     bodies = s.bodies([h.row.rid for h in hits])
     show_flags = s.include_hidden

@@ -9,6 +9,15 @@ be opened at all (read-only cache dir, held lock) falls back to an in-memory one
 
 The per-folder staleness verdict (format spec section 5) is computed when a folder is re-read and
 kept with its signatures, so a warm call re-lists nothing.
+
+A memory file edited in place by another program (an editor, a sync client) need not change its
+folder's signatures. On a local workspace every call therefore also stats each memory file (one
+`scandir` per folder, one stat per file) and compares a digest of those stats with the one kept
+per folder; where they differ, each file whose (inode, size, mtime, ctime) changed is read again,
+searched as it is now (its frontmatter too), and reported as making its folder's index stale
+until the index agrees with it again (`index-rebuild`). ctime changes on every write, even one
+that keeps the size and sets the mtime back; a stat taken within RACY_NS of the file's last
+change is not trusted (the clock may not have ticked since): such a file is read again next time.
 """
 
 from __future__ import annotations
@@ -19,11 +28,12 @@ import os
 import re
 import sqlite3
 import time
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -34,8 +44,14 @@ from box_memory.safeio import OutsideWorkspace, ReadFailed, make_private
 from box_memory.store.base import join
 from box_memory.workspace import INDEX_NAME, Workspace
 
-SCHEMA_VERSION = "10"
+if TYPE_CHECKING:
+    from box_memory.file_watch import FolderWatch
+
+SCHEMA_VERSION = "11"
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
+# A file stat taken less than this after the file's last change may not show a change made in the
+# same clock tick (coarse kernel clocks; 1-2 s on FAT, SMB and some sync clients): kept as racy.
+RACY_NS = 2_000_000_000
 # The full-text index keeps no copy of the bodies (FTS5 `content=''`; excerpts are read from the
 # memory files): the bodies were 43% of a 100k cache. On SQLite before 3.43 a row of such a table
 # can only be deleted by handing back its original text, so a replaced or removed entry's rid goes
@@ -55,8 +71,8 @@ T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
-CREATE TABLE folders(folder TEXT PRIMARY KEY, index_sig TEXT, dir_sig TEXT, warnings TEXT NOT NULL)
-  WITHOUT ROWID;
+CREATE TABLE folders(folder TEXT PRIMARY KEY, index_sig TEXT, dir_sig TEXT, warnings TEXT NOT NULL,
+  files_sig TEXT) WITHOUT ROWID;
 CREATE TABLE entries(
   rid INTEGER PRIMARY KEY,
   folder TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, file_id TEXT,
@@ -71,7 +87,9 @@ CREATE INDEX entries_listing ON entries(updated_ts, hidden, expires_ts, kind, st
 CREATE INDEX entries_title ON entries(title_cf);
 CREATE INDEX entries_file ON entries(file_id) WHERE file_id IS NOT NULL;
 CREATE INDEX entries_superseded ON entries(superseded_by) WHERE superseded_by IS NOT NULL;
-CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT);
+CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT, stat_sig TEXT,
+  body_sig BLOB, drift INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX src_drift ON src(rid) WHERE drift = 1;
 CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
 CREATE INDEX tags_rid ON tags(rid);
 CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='porter unicode61 remove_diacritics 2');
@@ -167,6 +185,8 @@ class Refresh:
         self.compacted = False  # rebuilt from the files to drop the index's dead rows
         self.memory_only = memory_only
         self.kept_open = False  # a long-lived process reused its open cache
+        self.rechecked_files = 0  # memory files whose stat changed since they were read
+        self.stat_folders = 0  # folders whose memory files were stat'ed (all, unless watched)
         self.ms = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -179,6 +199,8 @@ class Refresh:
             "reread_folders": self.reread_folders,
             "reread_files": self.reread_files,
             "removed": self.removed,
+            "rechecked_files": self.rechecked_files,
+            "stat_folders": self.stat_folders,
             "refresh_ms": round(self.ms, 1),
         }
 
@@ -199,6 +221,12 @@ class RecallCache:
         self._unread: list[tuple[str, str]] = []
         self._denied: list[tuple[str, str]] = []
         self._dead_changed = False  # rids went to `dead` in this transaction (meta count to update)
+        self._outside: set[tuple[str, str]] = set()  # (folder, id): read again as changed in place
+        self._just_read: set[int] = set()  # rids whose files this transaction read
+        self._racy: set[str] = set()  # folders where a racy file stat was recorded
+        # A kept-open cache's inotify watch on the memory folders (`file_watch`): with it, only the
+        # folders that had an event since the last call have their files stat'ed.
+        self.watch: FolderWatch | None = None
 
     # --- opening ------------------------------------------------------------------------
 
@@ -240,6 +268,9 @@ class RecallCache:
         return bool(self.conn.execute(q).fetchone()[0])
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
         if self.db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.db.close()
@@ -255,6 +286,7 @@ class RecallCache:
     def refresh(self) -> list[str]:
         """Bring the cache up to date with the workspace; return its stale-index warnings."""
         started = time.perf_counter()
+        self._just_read, self._racy = set(), set()
         folders = self.ws.index_folders()
         sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
         self.stats.folders = len(folders)
@@ -279,6 +311,7 @@ class RecallCache:
                 self._insert_planned(plans)
                 for plan in plans:
                     self._finish_folder(plan)
+                self._outside = set()
                 for f in set(rows) - set(folders):
                     self._drop_folder(f)
                 self._count_entries()
@@ -288,6 +321,10 @@ class RecallCache:
                     db.execute("ROLLBACK")
                 raise
             rows = self._folder_rows()
+        if self._check_files(folders, rows):
+            rows = self._folder_rows()
+        self._just_read, self._racy = set(), set()
+        drifted = self._drifted()
         self.stats.ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
         denied: list[str] = []
@@ -298,6 +335,12 @@ class RecallCache:
                         denied.append(str(w.get("unreadable")))
                     else:
                         warnings.append(w)
+                n = drifted.get(f)
+                if n and not any(w.startswith(f"index of {f}/ may be stale") for w in warnings):
+                    warnings.append(
+                        f"index of {f}/ may be stale - run index-rebuild ({n} file(s) changed in place"
+                        " after it was written; recall searches them as they are now)"
+                    )
         if denied:
             warnings.append(unreadable_warning(denied))
         return warnings
@@ -316,11 +359,124 @@ class RecallCache:
             return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
         return int(row[0])
 
-    def _folder_rows(self) -> dict[str, tuple[Any, Any, str]]:
+    def _folder_rows(self) -> dict[str, tuple[Any, Any, str, Any]]:
         return {
-            r[0]: (r[1], r[2], r[3])
-            for r in self.conn.execute("SELECT folder, index_sig, dir_sig, warnings FROM folders")
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in self.conn.execute("SELECT folder, index_sig, dir_sig, warnings, files_sig FROM folders")
         }
+
+    def _drifted(self) -> dict[str, int]:
+        """Per folder, how many memory files were changed in place so that they no longer give the
+        entry its index holds (a partial index: nothing to read when there are none)."""
+        return dict(
+            self.conn.execute(
+                # CROSS JOIN keeps src outside: the planner would rather scan every entry.
+                "SELECT e.folder, count(*) FROM src s CROSS JOIN entries e ON e.rid = s.rid "
+                "WHERE s.drift = 1 GROUP BY e.folder"
+            ).fetchall()
+        )
+
+    def _check_files(self, folders: list[str], rows: dict[str, tuple[Any, Any, str, Any]]) -> bool:
+        """Local workspaces: stat every memory file and re-read those changed in place (see the
+        module doc). Returns whether anything was written."""
+        root = self.ws.store.local_root
+        if root is None:
+            return False
+        watch = self.watch
+        events = watch.changed() if watch is not None else None  # drained before any stat
+        stale = []
+        for f in folders:
+            row = rows.get(f)
+            if row is None or row[1] in (None, "denied"):
+                continue  # not cached, unreadable, or read again next time anyway
+            path = os.path.join(root, f)  # noqa: PTH118 - a string join: no Path objects
+            if watch is not None and events is not None and row[3] is not None:
+                # Watched since its files were last compared, and no event since: unchanged.
+                if watch.watching(path) and path not in events:
+                    continue
+                watch.watch(path)  # before the stats: a change after them is an event next time
+            elif watch is not None:
+                watch.watch(path)
+            self.stats.stat_folders += 1
+            got = folder_stats(path)
+            if got is not None and got[0] != row[3]:
+                got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
+                if got is not None:
+                    stale.append((f, *got))
+        if not stale:
+            return False
+        db = self.conn
+        db.execute("BEGIN IMMEDIATE")
+        self._begin_rids()
+        self.unreadable, self._unread, self._denied = [], [], []
+        try:
+            for folder, digest, stats in stale:
+                self._recheck_folder(folder, digest, stats)
+            self._count_entries()
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            self._outside = set()
+        return True
+
+    def _recheck_folder(self, folder: str, digest: str, stats: dict[str, os.stat_result]) -> None:
+        """Compare each cached memory file of `folder` with its stat now; read again the ones that
+        changed (or whose last stat was racy) and, where the content did change, replace their
+        entries as the files now are. Files added or removed change the folder's own signature:
+        `_plan_folder` handles those."""
+        db = self.conn
+        prefix = folder + "/"
+        suspect: list[tuple[int, str, str, bytes | None, os.stat_result, bool]] = []
+        for rid, mid, path, stat_sig, body_sig in db.execute(
+            "SELECT e.rid, e.id, e.path, s.stat_sig, s.body_sig FROM entries e JOIN src s ON s.rid = e.rid "
+            "WHERE e.folder = ?",
+            (folder,),
+        ).fetchall():
+            if rid in self._just_read or not path.startswith(prefix):
+                continue
+            st = stats.get(path[len(prefix) :])
+            if st is None or stat_sig == (sig := _stat_sig(st)):
+                continue
+            suspect.append((rid, mid, path, body_sig, st, stat_sig == "?" + sig))
+        self.stats.rechecked_files += len(suspect)
+        todo: list[tuple[str, str, _Todo]] = []
+        index: dict[str, dict[str, Any]] | None = None
+        for rid, mid, path, body_sig, st, only_racy in suspect:
+            # Never waits for a download (a Box Drive file online only) nor for a held file.
+            raw = self.ws.store.read_if_local(path)
+            if raw is None:
+                if only_racy:  # unchanged since it was read: trusted, not retried on every call
+                    db.execute("UPDATE src SET stat_sig = ? WHERE rid = ?", (_stat_sig(st), rid))
+                else:
+                    self._racy.add(folder)  # changed, and not readable now: compared again next time
+                continue
+            if body_sig is not None and _body_sig(raw) == body_sig:
+                sig = _recorded_sig(st)  # the same bytes: only the stat moved (a touch, a chmod)
+                if sig.startswith("?"):
+                    self._racy.add(folder)
+                db.execute("UPDATE src SET stat_sig = ? WHERE rid = ?", (sig, rid))
+                continue
+            if index is None:
+                from box_memory.index import load_index
+
+                try:
+                    index = {str(e.get("id") or ""): e for e in load_index(self.ws, folder).entries}
+                except BoxMemoryError:
+                    index = {}
+            ent = index.get(mid)
+            if ent is None:
+                continue
+            self._outside.add((folder, mid))
+            self._delete_rids([rid])
+            todo.append((folder, self.ws.folder_team(folder), (ent, mid, path, _entry_sig(ent), _listed(st))))
+        if todo:
+            self.stats.reread_files += len(todo)
+            self._insert(todo)
+        ok = folder not in self._racy and not (self.unreadable or self._unread or self._denied)
+        db.execute("UPDATE folders SET files_sig = ? WHERE folder = ?", (digest if ok else None, folder))
 
     def _drop_folder(self, folder: str) -> None:
         db = self.conn
@@ -379,7 +535,7 @@ class RecallCache:
             self._drop_folder(folder)
             said: Any = f"{e} (recall skipped this folder)" if isinstance(e, OutsideWorkspace) else None
             db.execute(
-                "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings) VALUES (?, ?, ?, ?)",
                 (folder, sigs[0], sigs[1], orjson.dumps([said or {"unreadable": folder + "/"}]).decode()),
             )
             return None
@@ -397,10 +553,10 @@ class RecallCache:
             )
         stat_of = {e.name: f"{e.size}:{e.modified}" for e in listing}
         old = {
-            r[0]: (r[1], r[2], r[3])
+            r[0]: (r[1], r[2], r[3], r[4])
             for r in db.execute(
-                "SELECT e.id, e.rid, s.entry_sig, s.file_sig FROM entries e JOIN src s ON s.rid = e.rid "
-                "WHERE e.folder = ?",
+                "SELECT e.id, e.rid, s.entry_sig, s.file_sig, s.drift FROM entries e "
+                "JOIN src s ON s.rid = e.rid WHERE e.folder = ?",
                 (folder,),
             )
         }
@@ -416,9 +572,14 @@ class RecallCache:
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
             if prev is not None and prev[1] == sig and prev[2] == file_sig:
+                if prev[3] and not self._disagrees(ent, path):
+                    # Changed in place earlier; the index written since agrees with the file now.
+                    db.execute("UPDATE src SET drift = 0 WHERE rid = ?", (prev[0],))
                 continue
             if prev is not None:
                 replaced.append(prev[0])
+                if prev[1] == sig:  # the same index entry, another file: changed in place
+                    self._outside.add((folder, mid))
             todo.append((ent, mid, path, sig, file_sig))
         if todo:  # cloud: fetch just the changed files, concurrently
             ws.store.prefetch(t[2] for t in todo)
@@ -457,7 +618,7 @@ class RecallCache:
             warnings += [{"unreadable": p} for p in denied]
             sigs = (None, None)
         self.conn.execute(
-            "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings) VALUES (?, ?, ?, ?)",
             (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
         )
 
@@ -501,17 +662,32 @@ class RecallCache:
         table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
-        for folder, team, (e, mid, path, sig, file_sig) in items:
+        root = self.ws.store.local_root
+        for folder, team, (indexed, mid, path, sig, file_sig) in items:
+            e = indexed
             unread = len(self._unread)
+            stat_sig = None
+            if root is not None:  # taken before the read: a change after it shows next time
+                with contextlib.suppress(OSError):
+                    stat_sig = _recorded_sig(os.stat(os.path.join(root, path)))  # noqa: PTH116, PTH118
+                    if stat_sig.startswith("?"):
+                        self._racy.add(folder)
             try:
-                front, body = self._read_body(path, folder)
+                raw = self._read_raw(path, folder)
             except ContentUnverified as err:
                 self._unread.append((folder, f"{err} (recall skipped this memory)"))
                 continue
             except Unreadable:
                 self._denied.append((folder, path))
                 continue
+            front, body = split_body(raw) if raw is not None else ("", "")
             read = len(self._unread) == unread
+            drift = 0
+            if (folder, mid) in self._outside and raw is not None:
+                fresh = _as_indexed(e, path, raw)
+                drift = int(fresh is None or _differs(e, fresh, len(raw)))
+                if fresh is not None:
+                    e = {**e, **fresh}  # searched as the file is now
             expires = e.get("expires_at")
             if not expires and "expires_at" in front:
                 m = _EXPIRES.search(front)
@@ -547,7 +723,11 @@ class RecallCache:
                     folds[2],
                 )
             )
-            srcs.append((rid, sig if read else b"", file_sig))  # b"": never equal, read next time
+            body_sig = _body_sig(raw) if raw is not None else None
+            srcs.append(
+                (rid, sig if read else b"", file_sig, stat_sig, body_sig, drift)
+            )  # b"": read next time
+            self._just_read.add(rid)
             bodies.append((rid, body))
             # The words of title, slug and tags, each with the best field holding it (title 4,
             # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the
@@ -570,7 +750,7 @@ class RecallCache:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             entries,
         )
-        db.executemany("INSERT INTO src VALUES (?, ?, ?)", srcs)
+        db.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?, ?)", srcs)
         db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", bodies)
         db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
         db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in vocab))
@@ -618,7 +798,12 @@ class RecallCache:
                     if self.unreadable or self._unread or self._denied:  # a refresh warns: leave it to one
                         raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
-                db.execute("UPDATE folders SET index_sig = ?, dir_sig = ? WHERE folder = ?", (*sigs, folder))
+                # files_sig: the folder's files are compared one by one again next time (a file
+                # another program changed before this write must not be taken for current).
+                db.execute(
+                    "UPDATE folders SET index_sig = ?, dir_sig = ?, files_sig = NULL WHERE folder = ?",
+                    (*sigs, folder),
+                )
                 done += 1
             self._count_entries()
             db.execute("COMMIT")
@@ -628,18 +813,26 @@ class RecallCache:
             raise
         return done
 
-    def _read_body(self, path: str, folder: str) -> tuple[str, str]:
+    def _read_raw(self, path: str, folder: str) -> bytes | None:
         try:
-            raw = self.ws.store.read_bytes(path)
+            return self.ws.store.read_bytes(path)
         except NotFound:
-            return "", ""
+            return None
         except ReadFailed as e:  # held open or not downloaded yet: the folder is read again next time
             self._unread.append((folder, f"{e} (recall uses its index entry only)"))
-            return "", ""
+            return None
         except (InvalidFile, OutsideWorkspace) as e:  # a FIFO, device, oversized file or a link
             self.unreadable.append((folder, str(e)))  # out of the workspace in place of a memory
-            return "", ""
-        return split_body(raw)
+            return None
+
+    def _disagrees(self, ent: dict[str, Any], path: str) -> bool:
+        """Whether the memory file at `path` no longer gives the index entry `ent` (so far as a
+        read that never waits for a download can tell)."""
+        raw = self.ws.store.read_if_local(path)
+        if raw is None:
+            return True
+        fresh = _as_indexed(ent, path, raw)
+        return fresh is None or _differs(ent, fresh, len(raw))
 
 
 _Todo = tuple[dict[str, Any], str, str, bytes, str | None]  # entry, id, path, entry sig, file sig
@@ -664,6 +857,85 @@ def _entry_sig(ent: dict[str, Any]) -> bytes:
 
 def _entry_path(folder: str, ent: dict[str, Any]) -> str:
     return entry_path(folder, ent)
+
+
+def _stat_sig(st: os.stat_result) -> str:
+    """As `LocalStore.signature`: inode, size, mtime and ctime in ns."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _recorded_sig(st: os.stat_result) -> str:
+    """The stat to keep for a file read now: `?`-marked (never equal to a stat, so read again
+    next time) when the file changed less than RACY_NS ago."""
+    sig = _stat_sig(st)
+    return "?" + sig if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - RACY_NS else sig
+
+
+def _listed(st: os.stat_result) -> str:
+    """A stat as `_plan_folder` compares a listing entry (`LocalStore.list_dir`: size, mtime)."""
+    return f"{st.st_size}:{st.st_mtime}"
+
+
+def _body_sig(raw: bytes) -> bytes:
+    from hashlib import blake2b
+
+    return blake2b(raw, digest_size=16).digest()
+
+
+_DIR_FD = os.stat in os.supports_dir_fd and os.listdir in os.supports_fd
+
+
+def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.stat_result]] | None:
+    """One folder's memory files: a digest of their stats (order-free, deterministic across
+    processes: it hashes integers only) and, with `keep`, the stats by name. None when it cannot
+    be listed. Each stat looks up one name in the open folder, not the whole path."""
+    acc = count = 0
+    stats: dict[str, os.stat_result] = {}
+    fd = None
+    stat = os.stat
+    try:
+        if _DIR_FD:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        for name in os.listdir(path if fd is None else fd):  # noqa: PTH208 - names of an open folder
+            if not name.endswith(".md") or name[0] == "." or name == "README.md":
+                continue
+            try:
+                st = stat(name, dir_fd=fd) if fd is not None else stat(os.path.join(path, name))  # noqa: PTH118
+            except OSError:
+                continue
+            count += 1
+            acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            if keep:
+                stats[name if name.isascii() else unicodedata.normalize("NFC", name)] = st
+    except OSError:
+        return None
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return f"{count}:{acc & 0xFFFFFFFFFFFFFFFF:x}", stats
+
+
+def _as_indexed(ent: dict[str, Any], path: str, raw: bytes) -> dict[str, Any] | None:
+    """The index entry a rebuild would write for the memory file `raw` (None: not a valid memory)."""
+    from box_memory import frontmatter
+    from box_memory.model import Memory, index_entry
+
+    try:
+        meta, body = frontmatter.parse(raw.decode("utf-8"), path)
+        mem = Memory.from_meta(meta, body, str(ent.get("local_path") or path))
+        name = str(ent.get("filename") or path.rsplit("/", 1)[-1])
+        return index_entry(mem, filename=name, file_id=ent.get("file_id"), size_bytes=len(raw))
+    except (BoxMemoryError, UnicodeDecodeError, ValueError, TypeError):
+        return None
+
+
+def _differs(ent: dict[str, Any], fresh: dict[str, Any], size: int) -> bool:
+    """Whether the index entry `ent` no longer describes the file `fresh` was made from (as
+    `index.changed_since_indexed` decides)."""
+    from box_memory.index import entry_changes
+
+    indexed = ent.get("size_bytes")
+    return (isinstance(indexed, int) and indexed != size) or bool(entry_changes(ent, fresh))
 
 
 def before_write(ws: Workspace, indexes: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
@@ -832,8 +1104,11 @@ def _held_cache(ws: Workspace, path: str) -> RecallCache | None:
     cache = _held.get(path)
     try:
         if cache is None:
+            from box_memory.file_watch import FolderWatch
+
             cache = RecallCache(ws, path)
             cache.open()
+            cache.watch = FolderWatch.start(str(ws.store.local_root))
             _held[path] = cache
         cache.ws = ws
         cache.stats = Refresh(memory_only=False)
