@@ -1088,7 +1088,7 @@ def check_source(ws: Workspace, source: Path) -> None:
 
 def _workspace_root(ws: Workspace) -> Path | None:
     """The workspace's folder on this machine (a local or Box Drive workspace), else None."""
-    root = ws.store.local_root()
+    root = ws.store.local_root
     return Path(root) if root is not None else None
 
 
