@@ -49,7 +49,7 @@ def serve_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Serve recall, get, write, companion_check, index_rebuild, status, brain_search, log, report.
+    """Serve recall, get, write, log, report and the other memory tools over MCP.
 
     The workspace is resolved on the first tool call, not at start-up. Over stdio, stdout belongs
     to the protocol: nothing else is printed there.

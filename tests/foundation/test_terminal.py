@@ -82,7 +82,7 @@ def test_help_uses_the_terminal_width_and_shows_the_arguments() -> None:
     assert code == 0, shown
     for summary in (
         "Write or check the companion of a binary (streamed sha256, never chunked)",
-        "Serve recall, get, write, companion_check, index_rebuild, status and brain_search over MCP.",
+        "Serve recall, get, write, log, report and the other memory tools over MCP.",
         "Counts by team, kind and status; index health; recent memories; top tags; what next.",
     ):
         assert summary in shown, shown
