@@ -10,6 +10,15 @@ otherwise the best partial field over the query tokens - a token inside the titl
 tag 2 (case-insensitive substring) - plus 0.1 per further distinct token matching anywhere (body
 included), at most +0.9; body-only matches 1 + 0.9 * bm25 / best bm25 of the result.
 
+A question - a query of COVER (3) or more tokens - is ranked by how much of it a memory holds
+instead (spec deviation: cli.md describes the ladder only). Each token weighs 1 + log2(entries /
+entries holding it in their bodies, or in their fields if more do), so rare words count more; a
+memory holding tokens of weight w out of the query's total W (in its title, slug, tags or body)
+is at level round(LEVELS * w / W) and scores
+1 + 0.4 * level + 0.1 * field (title 3, slug 2, tag 1, body 0): 1.0 to 5.3, always below the exact
+tiers. In fields such a token matches a whole word, or from four letters the start of one ("go" is
+not in "good"); in bodies a whole (stemmed) word, as FTS5 matches it.
+
 One total order everywhere (`hit_order`): score, then the newest `updated_at` (undated last), then
 not superseded, then the later id, then the folder. Every step that keeps only the best `limit`
 candidates keeps, with them, every candidate tying the last one kept on what that step can see
@@ -531,7 +540,7 @@ class Search:
                         {"b": p[f"b{i}"], "m": n // 2 + 1},
                     ).fetchone()[0],
                     self.db.execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM postings "
+                        "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
                         "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
                         {"w": orjson.dumps(word_lists[i]).decode(), "m": n // 2 + 1},
                     ).fetchone()[0],
@@ -562,12 +571,12 @@ class Search:
             hit = " UNION ALL ".join(parts).format(
                 pin=pin.format(col="p.rid"), pin_body=pin.format(col="fts.rowid")
             )
-            if cover:  # one row per (entry, token): a word in the title and the body is one bit
-                hit = f"SELECT rid, max(field) AS field, uts, bit FROM ({hit}) GROUP BY rid, bit"  # noqa: S608
+            # A word in both the title and the body is one bit: the distinct bits sum to their OR.
+            mask = "sum(DISTINCT bit)" if cover else "sum(bit)"
             return f"""
                 WITH hit AS ({hit}),
                 per AS MATERIALIZED
-                  (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
+                  (SELECT rid, max(field) AS best, uts, {mask} AS mask FROM hit GROUP BY rid)
                 SELECT rid, best, {tenths} AS tenths, uts FROM per
                 WHERE {where}"""  # noqa: S608
 
@@ -591,7 +600,7 @@ class Search:
             # An entry holding none of the rare tokens finds at most the others.
             reach(common),
             seed,
-            many=len(common) >= MANY,
+            len(common) >= MANY,  # a small cache or MANY common words: one run
         )
         full = {
             r.rid: r
@@ -659,7 +668,7 @@ class Search:
         return self.best(sql, q), rare
 
     def _newest_first(
-        self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]], *, many: bool
+        self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]], many: bool
     ) -> list[tuple[Any, ...]]:
         """Run the scoring statement `sql` over rid ranges, newest first, until no older entry can
         make the cut; the `limit` best (rid, best, tenths, uts) rows and those tying the last of them
