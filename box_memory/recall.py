@@ -529,10 +529,9 @@ class Search:
             p.update(vparams)
             n = max(self.cache.entry_count(), 1)
             for i in range(len(tokens)):
-                parts.append(
-                    f"SELECT fts.rowid AS rid, 1 AS field, e.updated_ts AS uts, {1 << i} AS bit "  # noqa: S608
-                    f"FROM fts JOIN entries e ON e.rid = fts.rowid WHERE fts MATCH :b{i} "
-                    f"AND {{pin_body}} AND {vsql}"
+                parts.append(  # its time and visibility are read once per entry, below
+                    f"SELECT rowid AS rid, 1 AS field, NULL AS uts, {1 << i} AS bit "  # noqa: S608
+                    f"FROM fts WHERE fts MATCH :b{i} AND {{pin_body}}"
                 )
                 df = max(
                     self.db.execute(
@@ -571,14 +570,21 @@ class Search:
             hit = " UNION ALL ".join(parts).format(
                 pin=pin.format(col="p.rid"), pin_body=pin.format(col="fts.rowid")
             )
+            if not cover:
+                return f"""
+                    WITH hit AS ({hit}),
+                    per AS MATERIALIZED
+                      (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
+                    SELECT rid, best, {tenths} AS tenths, uts FROM per
+                    WHERE {where}"""  # noqa: S608
             # A word in both the title and the body is one bit: the distinct bits sum to their OR.
-            mask = "sum(DISTINCT bit)" if cover else "sum(bit)"
             return f"""
                 WITH hit AS ({hit}),
                 per AS MATERIALIZED
-                  (SELECT rid, max(field) AS best, uts, {mask} AS mask FROM hit GROUP BY rid)
-                SELECT rid, best, {tenths} AS tenths, uts FROM per
-                WHERE {where}"""  # noqa: S608
+                  (SELECT rid, max(field) AS best, sum(DISTINCT bit) AS mask FROM hit GROUP BY rid)
+                SELECT per.rid AS rid, best, {tenths} AS tenths, e.updated_ts AS uts
+                FROM per JOIN entries e ON e.rid = per.rid
+                WHERE per.{where} AND {vsql}"""  # noqa: S608
 
         def reach(held: list[int]) -> int:
             """The most tenths an entry holding only the tokens `held` can score."""
