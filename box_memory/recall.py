@@ -10,6 +10,15 @@ otherwise the best partial field over the query tokens - a token inside the titl
 tag 2 (case-insensitive substring) - plus 0.1 per further distinct token matching anywhere (body
 included), at most +0.9; body-only matches 1 + 0.9 * bm25 / best bm25 of the result.
 
+A question - a query of COVER (3) or more tokens - is ranked by how much of it a memory holds
+instead (spec deviation: cli.md describes the ladder only). Each token weighs 1 + log2(entries /
+entries holding it in their bodies, or in their fields if more do), so rare words count more; a
+memory holding tokens of weight w out of the query's total W (in its title, slug, tags or body)
+is at level round(LEVELS * w / W) and scores
+1 + 0.4 * level + 0.1 * field (title 3, slug 2, tag 1, body 0): 1.0 to 5.3, always below the exact
+tiers. In fields such a token matches a whole word, or from four letters the start of one ("go" is
+not in "good"); in bodies a whole (stemmed) word, as FTS5 matches it.
+
 One total order everywhere (`hit_order`): score, then the newest `updated_at` (undated last), then
 not superseded, then the later id, then the folder. Every step that keeps only the best `limit`
 candidates keeps, with them, every candidate tying the last one kept on what that step can see
@@ -60,6 +69,8 @@ MANY = 6  # ...and as many common (not rare) query words
 RARE = 1000  # a query token in at most this many (and 1%) of the bodies and of the field postings
 # is scored up front
 MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs at 500 terms
+COVER = 3  # a query of this many words or more is ranked by how much of it a memory holds
+LEVELS = 10  # ...in this many steps of its words' weight (the partial scores 1.0..5.3)
 
 _STOPWORD_LIST = [
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
@@ -492,9 +503,10 @@ class Search:
         p.update(pparams)
         parts: list[str] = []
         word_lists: list[list[str]] = []
+        cover = len(tokens) >= COVER
         for i, t in enumerate(tokens):
             p[f"b{i}"] = _phrase(t)
-            words = [w for (w,) in self.db.execute("SELECT word FROM vocab WHERE instr(word, ?) > 0", (t,))]
+            words = [w for (w,) in self.db.execute(*_vocab_sql(t, cover))]
             word_lists.append(words)
             if len(words) == 1:  # one (word, rid) posting per entry: no grouping needed
                 p[f"w{i}"] = words[0]
@@ -509,6 +521,30 @@ class Search:
                     f"WHERE p.word IN (SELECT value FROM json_each(:w{i})) AND {{pin}} AND {psql} "
                     "GROUP BY p.rid"
                 )
+        weights: list[int] = []
+        if cover:
+            # Every body holding a word is a candidate too (field 1), and each word counts by its
+            # rarity: a memory holding "lgbtq" and "support" outranks one holding "caroline" and "go".
+            vsql, vparams = self.filters.where(self.include_hidden, self.now)
+            p.update(vparams)
+            n = max(self.cache.entry_count(), 1)
+            for i in range(len(tokens)):
+                parts.append(  # its time and visibility are read once per entry, below
+                    f"SELECT rowid AS rid, 1 AS field, NULL AS uts, {1 << i} AS bit "  # noqa: S608
+                    f"FROM fts WHERE fts MATCH :b{i} AND {{pin_body}}"
+                )
+                df = max(
+                    self.db.execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
+                        {"b": p[f"b{i}"], "m": n // 2 + 1},
+                    ).fetchone()[0],
+                    self.db.execute(
+                        "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
+                        "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
+                        {"w": orjson.dumps(word_lists[i]).decode(), "m": n // 2 + 1},
+                    ).fetchone()[0],
+                )
+                weights.append(_weight(n, df))
         if not parts:
             return exact
         where = "rid NOT IN (SELECT value FROM json_each(:skip))"
@@ -518,30 +554,59 @@ class Search:
             where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
 
         def statement(pin: str, body: str) -> str:
-            """The scoring statement over the postings `pin` admits; `body`: token {i}'s body test."""
-            if len(tokens) > 1:  # the body is read only for a token no field of the entry holds
+            """The scoring statement over the entries `pin` admits (`{col}`: a rid column);
+            `body`: token {i}'s body test."""
+            if cover:  # bodies are in `hit`: the mask has every word the memory holds
+                total = sum(weights)
+                held = " + ".join(f"((mask & {1 << i}) > 0) * {w}" for i, w in enumerate(weights))
+                tenths = f"10 + 4 * ((({held}) * {2 * LEVELS} + {total}) / {2 * total}) + best - 1"
+            elif len(tokens) > 1:  # the body is read only for a token no field of the entry holds
                 found = " + ".join(
                     f"((mask & {1 << i}) > 0 OR {body.format(i=i)})" for i in range(len(tokens))
                 )
+                tenths = f"best * 10 + min(9, ({found}) - 1)"
             else:
-                found = "1"
+                tenths = "best * 10"
+            hit = " UNION ALL ".join(parts).format(
+                pin=pin.format(col="p.rid"), pin_body=pin.format(col="fts.rowid")
+            )
+            if not cover:
+                return f"""
+                    WITH hit AS ({hit}),
+                    per AS MATERIALIZED
+                      (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
+                    SELECT rid, best, {tenths} AS tenths, uts FROM per
+                    WHERE {where}"""  # noqa: S608
+            # A word in both the title and the body is one bit: the distinct bits sum to their OR.
             return f"""
-                WITH hit AS ({" UNION ALL ".join(parts).format(pin=pin)}),
+                WITH hit AS ({hit}),
                 per AS MATERIALIZED
-                  (SELECT rid, max(field) AS best, uts, sum(bit) AS mask FROM hit GROUP BY rid)
-                SELECT rid, best, best * 10 + min(9, ({found}) - 1) AS tenths, uts FROM per
-                WHERE {where}"""  # noqa: S608
+                  (SELECT rid, max(field) AS best, sum(DISTINCT bit) AS mask FROM hit GROUP BY rid)
+                SELECT per.rid AS rid, best, {tenths} AS tenths, e.updated_ts AS uts
+                FROM per JOIN entries e ON e.rid = per.rid
+                WHERE per.{where} AND {vsql}"""  # noqa: S608
+
+        def reach(held: list[int]) -> int:
+            """The most tenths an entry holding only the tokens `held` can score."""
+            if not held:
+                return -1
+            if cover:
+                w = sum(weights[i] for i in held)
+                return 10 + 4 * ((w * 2 * LEVELS + sum(weights)) // (2 * sum(weights))) + 3
+            return 40 + min(9, len(held) - 1)
 
         seed, rare = self._rare_first(tokens, word_lists, p, statement)
+        common = [i for i in range(len(tokens)) if i not in rare]
         top = self._newest_first(
             statement(
-                "p.rid BETWEEN :lo AND :hi",
+                "{col} BETWEEN :lo AND :hi",
                 "rid IN (SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid BETWEEN :lo AND :hi)",
             ),
             p,
             # An entry holding none of the rare tokens finds at most the others.
-            40 + min(9, len(tokens) - rare - 1) if rare < len(tokens) else -1,
+            reach(common),
             seed,
+            len(common) >= MANY,  # a small cache or MANY common words: one run
         )
         full = {
             r.rid: r
@@ -551,7 +616,7 @@ class Search:
                 filtered=False,
             )
         }
-        on = {4: "title", 3: "slug", 2: "tag"}
+        on = {4: "title", 3: "slug", 2: "tag", 1: "body"}
         return exact + [Hit(full[rid], tenths / 10, on[best]) for rid, best, tenths, _ in top if rid in full]
 
     def _rare_first(
@@ -560,8 +625,8 @@ class Search:
         word_lists: list[list[str]],
         p: dict[str, Any],
         statement: Callable[[str, str], str],
-    ) -> tuple[list[tuple[Any, ...]], int]:
-        """Score the entries that hold a rare query token first: (their best rows, how many of the
+    ) -> tuple[list[tuple[Any, ...]], list[int]]:
+        """Score the entries that hold a rare query token first: (their best rows, which of the
         tokens are rare). A token is rare when at most RARE bodies and RARE field postings (and at
         most 1% of the entries) hold it; every other entry then finds at most the remaining
         tokens, which lowers the level older entries are bounded by (the slug of a memory: its
@@ -572,7 +637,7 @@ class Search:
         only in a field.
         """
         if len(tokens) < 2 or self.cache.entry_count() <= SMALL:
-            return [], 0
+            return [], []
         limit = min(RARE, self.cache.entry_count() // 100)
         rare: list[int] = []
         for i, words in enumerate(word_lists):
@@ -588,7 +653,7 @@ class Search:
             if n_body <= limit and n_field <= limit:
                 rare.append(i)
         if not rare:
-            return [], 0
+            return [], []
         any_rare = " OR ".join(p[f"b{i}"] for i in rare)
         in_body = {r for (r,) in self.db.execute("SELECT rowid FROM fts WHERE fts MATCH :q", {"q": any_rare})}
         in_field = {
@@ -602,14 +667,14 @@ class Search:
         for i in range(len(tokens)):
             q[f"bq{i}"] = f"{p[f'b{i}']} AND ({any_rare})"
         sql = statement(
-            "p.rid IN (SELECT value FROM json_each(:q))",
+            "{col} IN (SELECT value FROM json_each(:q))",
             "(rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR rid IN "
             "(SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid IN (SELECT value FROM json_each(:qf))))",
         )
-        return self.best(sql, q), len(rare)
+        return self.best(sql, q), rare
 
     def _newest_first(
-        self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]]
+        self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]], many: bool
     ) -> list[tuple[Any, ...]]:
         """Run the scoring statement `sql` over rid ranges, newest first, until no older entry can
         make the cut; the `limit` best (rid, best, tenths, uts) rows and those tying the last of them
@@ -628,7 +693,6 @@ class Search:
         left = self.cache.entry_count()
         # A small cache is read in one run; so is any cache when the top level needs MANY common
         # words at once (few entries hold them all, so the ranges would read everything anyway).
-        many = top_level - 40 >= MANY - 1
         span = WINDOW if left > SMALL and not many else left
         while hi is not None:
             # A range leaving less than half its size behind takes the rest too (one run fewer).
@@ -754,6 +818,23 @@ def _rank(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """(rid, best, tenths, uts) in the scoring statement's order: tenths, then newest (undated
     last), then rid."""
     return (-row[2], row[3] is None, -(row[3] or 0.0), row[0])
+
+
+def _vocab_sql(token: str, whole_words: bool) -> tuple[str, tuple[str, ...]]:
+    """The field words a query token matches: any word containing it, or, for a question
+    (`whole_words`), the token itself and - from four letters - the words it begins ("go" is not
+    in "good"; "deploy" is in "deployment")."""
+    if not whole_words:
+        return "SELECT word FROM vocab WHERE instr(word, ?) > 0", (token,)
+    if len(token) < 4:
+        return "SELECT word FROM vocab WHERE word = ?", (token,)
+    return "SELECT word FROM vocab WHERE word >= ? AND word < ?", (token, token + "\U0010ffff")
+
+
+def _weight(n: int, df: int) -> int:
+    """A query word's weight by how many of the `n` entries hold it: 1 for a common word, up to
+    about log2(n) for a word one entry holds."""
+    return 1 + max(0, int(math.log2(n / (df + 1))))
 
 
 def _json_ints(values: Any) -> str:

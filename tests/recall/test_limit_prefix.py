@@ -30,6 +30,7 @@ QUERIES = [
     "deploy",
     "canary rollback plan",
     "plan zephyr",
+    "canary plan zephyr",
     "Deploy canary",
     "rollback kind:note",
     "kind:decision",

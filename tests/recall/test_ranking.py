@@ -87,7 +87,9 @@ def test_further_tokens_add_a_tenth_and_ties_go_to_the_newest(tmp_path: Path, cl
     assert hits[4]["id"] == mem_id(5) and hits[4]["matched_on"] == "body"
 
 
-def test_token_bonus_never_crosses_a_tier(tmp_path: Path, cli) -> None:
+def test_question_scores_never_reach_the_exact_tiers(tmp_path: Path, cli) -> None:
+    """A query of many words ranks by the share of its words a memory holds (5.3 at most: all of
+    them, in the title), always below an exact tag match (6)."""
     root = tmp_path / "ws"
     cli.json("init", "--path", str(root))
     words = [
@@ -108,7 +110,30 @@ def test_token_bonus_never_crosses_a_tier(tmp_path: Path, cli) -> None:
     put(root, "Something", n=2, tags=["alpha"], slug="something")
     reindex(root)
     env = cli.json("recall", " ".join(words), "-w", str(root))
-    assert [h["score"] for h in env["data"]["hits"]] == [4.9, 2.0]
+    assert [h["score"] for h in env["data"]["hits"]] == [5.3, 1.5]
+    env = cli.json("recall", "alpha", "-w", str(root))
+    assert [h["score"] for h in env["data"]["hits"]] == [6.0, 4.0]
+
+
+def test_a_question_ranks_by_the_words_a_memory_holds(tmp_path: Path, cli) -> None:
+    """The issue's case: "go" inside "good" in a title no longer outranks a body holding the
+    question's rare words; whole words (or word starts, from four letters) count, the rarer a
+    word the more, then the field (title > slug > tag > body), then the newest."""
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root))
+    put(root, "Went to a LGBTQ support group", "Caroline: it was so moving.", n=1)
+    put(root, "Good morning", "Caroline: hi there!", n=2, updated="2026-03-01T10:00:00.000Z")
+    put(root, "Weekend plans", "Caroline: I go to the support group on Fridays.", n=3)
+    for n in range(4, 12):
+        put(root, f"Chat {n}", f"Caroline: chat number {n}.", n=n)
+    reindex(root)
+    env = cli.json("recall", "When did Caroline go to the LGBTQ support group?", "-w", str(root))
+    hits = env["data"]["hits"]
+    assert [h["id"] for h in hits[:2]] == [mem_id(1), mem_id(3)]
+    assert [h["matched_on"] for h in hits[:2]] == ["title", "body"]
+    # A short keyword query keeps the ladder: "go" inside a title still scores 4.
+    env = cli.json("recall", "go", "-w", str(root))
+    assert ids(env)[0] == mem_id(2) and env["data"]["hits"][0]["score"] == 4.0
 
 
 def test_body_only_scores_between_one_and_one_point_nine(tmp_path: Path, cli) -> None:

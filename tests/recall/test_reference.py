@@ -1,12 +1,14 @@
 """Recall's ranking against a direct reading of the spec, on a randomised workspace.
 
-The reference below re-reads every memory file and scores it the way cli.md words the ladder;
+The reference below re-reads every memory file and scores it the way cli.md words the ladder
+(and a query of COVER words or more as recall's module docstring words it);
 recall (SQLite cache, postings, FTS5) must agree on every title/slug/tag hit - id, score, order -
 and on which memories match by body only.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 
 from box_memory import frontmatter
 from box_memory.ids import normalize_tag, slugify
-from box_memory.recall import tokens_of
+from box_memory.recall import COVER, LEVELS, tokens_of
 from box_memory.recall_cache import folded
 from tests.recall.helpers import put, reindex
 
@@ -50,6 +52,14 @@ def _reference(query: str, mems: list[dict[str, Any]]) -> tuple[list[tuple[str, 
             score = 8.0
         elif qn in tags or (qtag is not None and qtag in tags):
             score = 6.0
+        elif len(tokens) >= COVER:
+            scored = _cover(tokens, m, mems)
+            if scored is None:
+                continue
+            score, best = scored
+            if best == 1:  # in the body only
+                body_only.add(m["id"])
+                continue
         else:
             best = 0
             for t in tokens:
@@ -66,6 +76,38 @@ def _reference(query: str, mems: list[dict[str, Any]]) -> tuple[list[tuple[str, 
         field.append((score, m["updated_at"], m["id"]))
     field.sort(key=lambda x: (-x[0], _neg(x[1]), x[2]))
     return [(i, s) for s, _u, i in field], body_only
+
+
+def _field_words(m: dict[str, Any]) -> list[set[str]]:
+    """The words of the title, the slug and the tags (the fields 4, 3, 2)."""
+    tags = {w for t in m["tags"] for w in re.findall(r"\w+", folded(t))}
+    return [set(re.findall(r"\w+", folded(m["title"]))), set(re.findall(r"\w+", folded(m["slug"]))), tags]
+
+
+def _cover(tokens: list[str], m: dict[str, Any], mems: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """A question's (score, best field) as recall's docstring words it; None: nothing matches."""
+
+    def in_field(t: str, words: set[str]) -> bool:
+        return any(w == t or (len(t) >= 4 and w.startswith(t)) for w in words)
+
+    def holds(t: str, mem: dict[str, Any]) -> tuple[bool, bool]:
+        fields = any(in_field(t, f) for f in _field_words(mem))
+        return fields, t in set(re.findall(r"\w+", mem["body"].casefold()))
+
+    n = len(mems)
+    weights = []
+    for t in tokens:
+        got = [holds(t, x) for x in mems]
+        df = max(sum(b for _, b in got), sum(f for f, _ in got))
+        weights.append(1 + max(0, int(math.log2(n / (df + 1)))))
+    held = [t for t in tokens if any(holds(t, m))]
+    if not held:
+        return None
+    w = sum(weights[i] for i, t in enumerate(tokens) if t in held)
+    level = (w * 2 * LEVELS + sum(weights)) // (2 * sum(weights))
+    fields = _field_words(m)
+    best = max((4 - k for k in range(3) for t in held if in_field(t, fields[k])), default=1)
+    return (10 + 4 * level + best - 1) / 10, best
 
 
 def _neg(stamp: str) -> tuple[int, ...]:
