@@ -231,6 +231,20 @@ def _tag_list(value: Any) -> list[str]:
 # --- readers ----------------------------------------------------------------------------------
 
 
+def _markdown_item(path: Path, raw: bytes, text: str) -> SourceItem:
+    """A plain markdown/text file as one item: title from its heading or its name."""
+    title = title_from_text(text, path.stem.replace("_", " ").replace("-", " "))
+    return SourceItem(
+        str(path),
+        title=title,
+        content=drop_title_heading(text, title),
+        related=wikilinks(text),
+        created_at=_mtime_iso(path),
+        updated_at=_mtime_iso(path),
+        digest=digest_of(raw),
+    )
+
+
 def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
     for path in _walk(root):
         ref = str(path)
@@ -239,15 +253,7 @@ def read_markdown_folder(root: Path) -> Iterator[SourceItem]:
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=_reason(e))
             continue
-        yield SourceItem(
-            ref,
-            title=(title := title_from_text(text, path.stem.replace("_", " ").replace("-", " "))),
-            content=drop_title_heading(text, title),
-            related=wikilinks(text),
-            created_at=_mtime_iso(path),
-            updated_at=_mtime_iso(path),
-            digest=digest_of(raw),
-        )
+        yield _markdown_item(path, raw, text)
 
 
 # basic-memory's own frontmatter keys (NOTE-FORMAT.md); every other key is the user's and is kept.
@@ -1376,15 +1382,7 @@ def _single_markdown(path: Path) -> Iterator[SourceItem]:
     except (OSError, InvalidInput) as e:
         yield SourceItem(ref, error=_reason(e))
         return
-    yield SourceItem(
-        ref,
-        title=(title := title_from_text(text, path.stem.replace("_", " ").replace("-", " "))),
-        content=drop_title_heading(text, title),
-        related=wikilinks(text),
-        created_at=_mtime_iso(path),
-        updated_at=_mtime_iso(path),
-        digest=digest_of(raw),
-    )
+    yield _markdown_item(path, raw, text)
 
 
 def import_memories(
