@@ -254,8 +254,7 @@ class RecallCache:
                     self.stats.rebuilt = True
                 db.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
+                _rollback(db)
                 raise
             if self.stats.rebuilt and not memory:
                 collect_garbage(keep=self.path)
@@ -317,8 +316,7 @@ class RecallCache:
                 self._count_entries()
                 db.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
+                _rollback(db)
                 raise
             rows = self._folder_rows()
         if self._check_files(folders, rows):
@@ -415,8 +413,7 @@ class RecallCache:
             self._count_entries()
             db.execute("COMMIT")
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
+            _rollback(db)
             raise
         finally:
             self._outside = set()
@@ -808,8 +805,7 @@ class RecallCache:
             self._count_entries()
             db.execute("COMMIT")
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
+            _rollback(db)
             raise
         return done
 
@@ -833,6 +829,13 @@ class RecallCache:
             return True
         fresh = _as_indexed(ent, path, raw)
         return fresh is None or _differs(ent, fresh, len(raw))
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """Undo the open transaction on the way out of a failed refresh; a rollback that itself fails
+    (the connection already gone) must not hide the error that got us here."""
+    with contextlib.suppress(sqlite3.Error):
+        db.execute("ROLLBACK")
 
 
 _Todo = tuple[dict[str, Any], str, str, bytes, str | None]  # entry, id, path, entry sig, file sig
