@@ -101,11 +101,15 @@ class Runner:
         is checked against): then all runs of one mode, then one warm-up and the other's."""
         off, on = modes
         rows: dict[str, list[dict[str, Any]]] = {off: [], on: []}
-        order = [(i, m) for i in range(runs) for m in modes] if interleave else [
-            *((i, off) for i in range(runs)),
-            (-1, on),
-            *((i, on) for i in range(runs)),
-        ]
+        order = (
+            [(i, m) for i in range(runs) for m in modes]
+            if interleave
+            else [
+                *((i, off) for i in range(runs)),
+                (-1, on),
+                *((i, on) for i in range(runs)),
+            ]
+        )
         for i, mode in order:
             os.environ[var] = mode
             # `{n}` differs across comparisons too: the same text twice is a retried write (a no-op)

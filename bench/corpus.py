@@ -5,7 +5,7 @@ Usage: python bench/corpus.py --n 10000 --out /tmp/bm-corpus/ws-10k [--seed 7] [
 The same (n, seed, teams) always gives byte-identical memory files (ids and timestamps are derived
 from the seed, not the clock); only the indexes' own `updated_at` stamps differ between runs.
 Files are written directly (no per-file fsync: this is a scratch corpus), then every folder index
-is built with `box_memory.index` functions and saved through the store, then the rollup, so the
+is built with `box_memory.workspace.index` functions and saved through the store, then the rollup, so the
 result is exactly what `index-rebuild` would produce and no index looks stale.
 
 About 5% of the memories are superseded by a later one (append-only chains), so recall's hiding
@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
 
-from box_memory import frontmatter
-from box_memory.ids import slugify
-from box_memory.index import FolderIndex, refresh_rollup, save_index
-from box_memory.init import init_workspace
-from box_memory.model import Memory, index_entry
+from box_memory.format import frontmatter
+from box_memory.format.ids import slugify
+from box_memory.format.model import Memory, index_entry
+from box_memory.maintenance.init import init_workspace
 from box_memory.store.local import LocalStore
+from box_memory.workspace.index import FolderIndex, refresh_rollup, save_index
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 KIND_WEIGHTS = {"decision": 30, "fact": 20, "task": 15, "observation": 15, "reference": 10, "note": 10}

@@ -53,8 +53,8 @@ def _time(
 def bench_size(n: int, out: Path, runs: int) -> list[str]:
     ws_path, _ = corpus(n, out)
     os.environ["BOX_MEMORY_HOME"] = str(out / f"home-fresh-{n}")
-    from box_memory import recall_cache
-    from box_memory.workspace import open_workspace
+    from box_memory.recall import cache as recall_cache
+    from box_memory.workspace.resolve import open_workspace
 
     ws = open_workspace(str(ws_path))
     cache = recall_cache.RecallCache(ws, recall_cache.cache_path(ws))

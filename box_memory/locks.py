@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from box_memory.model import now_iso, parse_time
-from box_memory.safeio import read_regular
+from box_memory.format.model import now_iso, parse_time
+from box_memory.format.safeio import read_regular
 
 if TYPE_CHECKING:
     import threading

@@ -40,7 +40,7 @@ def _no_held_recall_caches() -> Iterator[None]:
     """A test that runs the MCP server in-process turns on `serve`'s kept-open recall caches for
     the whole process; close them after each test so the next one sees the CLI's per-call caches."""
     yield
-    from box_memory.recall_cache import close_held
+    from box_memory.recall.cache import close_held
 
     close_held()
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from box_memory.box.payload import CRAWL_FIELDS, Page, Pager, listing
 from box_memory.brain.entry import clean_name, clean_path, safe_url
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
-from box_memory.mcp.payload import CRAWL_FIELDS, Page, Pager, listing
-from box_memory.names import nfc, resolve_nfc
+from box_memory.format.names import nfc, resolve_nfc
 
 MAX_DEPTH = 12
 PAGE_LIMIT = 100

@@ -54,8 +54,8 @@ def schedule_for(intervals: list[int]) -> str:
 def source_intervals(folder_id: str | None, path: Path | None, interval: int | None) -> list[int]:
     """The intervals of the sources a printed line would run: the one named (by its folder, on any
     workspace), or every enabled source. A given --interval wins over the stored one."""
-    from box_memory.brain.settings import Settings
-    from box_memory.brain.store import BrainStore, default_path
+    from box_memory.brain.db import BrainStore, default_path
+    from box_memory.brain.options import Settings
 
     if interval is not None:
         return [Settings().updated({"interval_minutes": interval}).interval_minutes]

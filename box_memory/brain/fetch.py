@@ -19,10 +19,10 @@ from typing import Any
 from box_memory.brain.crawl import Progress, RemoteFile
 from box_memory.brain.entry import clean_name, clean_text
 from box_memory.brain.extract import OFFICE, NoText, office_text, pdf_text
-from box_memory.brain.settings import Settings
+from box_memory.brain.options import Settings
 from box_memory.errors import BackendUnavailable, BoxMemoryError, BoxToolError
-from box_memory.names import resolve_nfc
-from box_memory.safeio import UnreadableFile, read_regular
+from box_memory.format.names import resolve_nfc
+from box_memory.format.safeio import UnreadableFile, read_regular
 
 MAX_SOURCE_BYTES = 50 * 1024 * 1024
 AI_BUDGET = 5
@@ -157,7 +157,7 @@ class BoxFetcher:
 
     def _ai(self, f: RemoteFile) -> Fetched | None:
         """One paced AI call; None means "fall back to the file content"."""
-        from box_memory.mcp.payload import text_content
+        from box_memory.box.payload import text_content
 
         self.pacer.wait()
         self.ai_calls += 1

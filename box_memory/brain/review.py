@@ -606,8 +606,8 @@ def _stale(doc: Doc, memories: list[Mem]) -> list[dict[str, Any]]:
 
 def workspace_memories(ws: Any) -> list[Mem]:
     """Active memories of a workspace (bodies read through its store; companions left out)."""
-    from box_memory.index import load_all, read_memory
-    from box_memory.model import IndexEntry
+    from box_memory.format.model import IndexEntry
+    from box_memory.workspace.index import load_all, read_memory
 
     out: list[Mem] = []
     for idx in load_all(ws):
@@ -636,7 +636,7 @@ def workspace_memories(ws: Any) -> list[Mem]:
 
 def memory_request(cand: dict[str, Any], *, supersedes: str | None, team: str | None) -> Any:
     """The WriteRequest that accepting a candidate makes (append-only; sources carry url+version)."""
-    from box_memory.memories import WriteRequest
+    from box_memory.write.memories import WriteRequest
 
     lines = [cand["statement"], "", "Evidence:"]
     for ev in cand["evidence"]:
@@ -684,8 +684,8 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> Res
     about the same file supersedes the memory written for the previous one, when still active.
     """
     from box_memory.errors import InvalidInput, NotFound
-    from box_memory.memories import write_memory
-    from box_memory.recall import lookup
+    from box_memory.recall.search import lookup
+    from box_memory.write.memories import write_memory
 
     cand = store.candidate(cand_id)
     if cand["status"] != "proposed":
@@ -708,7 +708,7 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> Res
 def edit(store: Any, cand_id: int, *, title: str | None = None, statement: str | None = None) -> Result:
     """Change a proposed candidate's title and/or statement before it is accepted."""
     from box_memory.errors import InvalidInput
-    from box_memory.ids import validate_title
+    from box_memory.format.ids import validate_title
 
     cand = store.candidate(cand_id)
     if cand["status"] != "proposed":

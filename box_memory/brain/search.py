@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from box_memory.safeio import UnreadableFile, check_regular
+from box_memory.format.safeio import UnreadableFile, check_regular
 
 SECTION = "Box Brain (source-backed)"
 LIMIT = 8
@@ -35,7 +35,7 @@ def _terms(query: str) -> list[str]:
 
 
 def _in_range(modified: str | None, since: float | None, until: float | None) -> bool:
-    from box_memory.model import parse_time
+    from box_memory.format.model import parse_time
 
     t = parse_time(modified)
     if t is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from box_memory.brain.store import (
+from box_memory.brain.db import (
     CANDIDATE_STATUSES,
     ITEM_STATUSES,
     SQLITE_MAX_INT,

@@ -19,6 +19,7 @@ from typing import Any
 
 from box_memory import settings
 from box_memory.brain.crawl import LIST_TOOL, BoxLister, CrawlResult, LocalLister, Progress, RemoteFile, crawl
+from box_memory.brain.db import BrainStore, Change, ItemRow, Source, default_path
 from box_memory.brain.entry import LOCAL_URL, render, text_hash
 from box_memory.brain.fetch import (
     AI_BUDGET,
@@ -28,12 +29,11 @@ from box_memory.brain.fetch import (
     Fetched,
     LocalFetcher,
 )
-from box_memory.brain.lock import source_lock
+from box_memory.brain.options import Settings
 from box_memory.brain.review import REVIEW_EVERY_S
-from box_memory.brain.settings import Settings
-from box_memory.brain.store import BrainStore, Change, ItemRow, Source, default_path
+from box_memory.brain.single_run import source_lock
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
-from box_memory.model import now_iso, parse_time
+from box_memory.format.model import now_iso, parse_time
 from box_memory.redaction import redact
 from box_memory.result import Result
 
@@ -237,7 +237,7 @@ def _workspace(explicit: str | None) -> tuple[str, Any]:
     call besides its listing.
     """
     from box_memory.errors import WorkspaceNotFound
-    from box_memory.workspace import open_workspace, resolve_spec
+    from box_memory.workspace.resolve import open_workspace, resolve_spec
 
     try:
         spec = resolve_spec(explicit)
@@ -256,7 +256,7 @@ def _workspace(explicit: str | None) -> tuple[str, Any]:
 
 def _open_by_key(key: str) -> Any:
     """The workspace a source belongs to, for the review pass (None when it cannot be opened)."""
-    from box_memory.workspace import open_workspace
+    from box_memory.workspace.resolve import open_workspace
 
     if not key:
         return None
@@ -364,12 +364,12 @@ def run_source(
 def _open_client(source: Source, opts: SyncOptions) -> Any:
     token = opts.token_source
     if token is None:
-        from box_memory.mcp.auth import TokenSource
+        from box_memory.box.auth import TokenSource
 
         token = TokenSource()
         if token.source == "none":
             token.access_token()  # "Not logged in" at once, before the network stack loads
-    from box_memory.mcp.client import BoxMCPClient
+    from box_memory.box.client import BoxMCPClient
 
     # Long by design (a whole source, paced by Box's rate limits): no command deadline.
     kwargs: dict[str, Any] = {"timeout": 30.0, "deadline_s": None, **opts.client_kwargs}

@@ -36,8 +36,8 @@ def log_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.timeline import LogRequest, timeline
-        from box_memory.workspace import open_workspace
+        from box_memory.audit.timeline import LogRequest, timeline
+        from box_memory.workspace.resolve import open_workspace
 
         req = LogRequest(since=since, until=until, agent=agent, kind=kind, team=team, limit=limit)
         res = timeline(open_workspace(o.workspace), req)
@@ -82,8 +82,8 @@ def report_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.report import write_report
-        from box_memory.workspace import open_workspace
+        from box_memory.audit.report import write_report
+        from box_memory.workspace.resolve import open_workspace
 
         res = write_report(open_workspace(o.workspace), output, weeks=weeks)
         lines = [f"Wrote {escape(res.data['output'])} ({res.data['bytes']:,} bytes)"]

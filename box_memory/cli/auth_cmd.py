@@ -85,8 +85,8 @@ def login_cmd(
         import re
 
         from box_memory import settings
+        from box_memory.box import auth
         from box_memory.errors import InvalidInput
-        from box_memory.mcp import auth
         from box_memory.params import seconds
 
         seconds("--timeout", timeout)
@@ -156,8 +156,8 @@ def token_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
+        from box_memory.box import auth
         from box_memory.errors import InvalidInput
-        from box_memory.mcp import auth
 
         if stray is not None:
             # Never echo it back: a token on the command line is already in the shell history.
@@ -181,7 +181,7 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.mcp import auth
+        from box_memory.box import auth
 
         st = auth.status().to_dict()
         return Outcome(Result(st), _status_lines(st))
@@ -202,7 +202,7 @@ def logout_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.mcp import auth
+        from box_memory.box import auth
 
         res = auth.logout(revoke=not no_revoke)
         line = "Logged out of Box." if res.removed else "No stored Box credentials to remove."

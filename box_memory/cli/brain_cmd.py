@@ -272,7 +272,7 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
 def _source_workspace() -> str:
     from box_memory.brain.sync import NO_WORKSPACE_MSG
     from box_memory.errors import WorkspaceNotFound
-    from box_memory.workspace import resolve_spec
+    from box_memory.workspace.resolve import resolve_spec
 
     try:
         return resolve_spec(None)
@@ -299,7 +299,7 @@ def runs_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.store import default_path
+        from box_memory.brain.db import default_path
 
         result = service.runs(source, limit)
         rows = result.data["runs"]
@@ -345,7 +345,7 @@ def items_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.store import default_path
+        from box_memory.brain.db import default_path
 
         result = service.items(source, status, limit)
         rows = result.data["items"]
@@ -385,7 +385,7 @@ def review_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.store import default_path
+        from box_memory.brain.db import default_path
 
         result = service.candidates(source, status, limit)
         rows = result.data["candidates"]
@@ -424,7 +424,7 @@ def accept_cmd(
     def go() -> Outcome:
         from box_memory.brain import service
         from box_memory.brain.review import accept
-        from box_memory.workspace import open_workspace
+        from box_memory.workspace.resolve import open_workspace
 
         number = service.candidate_id(cand_id)
         ws = open_workspace(o.workspace)
@@ -602,7 +602,7 @@ def _in_editor(title: str, statement: str) -> tuple[str, str]:
 
     from box_memory import settings
     from box_memory.errors import InvalidInput, UsageProblem
-    from box_memory.safeio import UnreadableFile, read_regular
+    from box_memory.format.safeio import UnreadableFile, read_regular
 
     editor = settings.editor()
     if not editor:

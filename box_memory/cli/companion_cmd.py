@@ -55,7 +55,7 @@ def companion_cmd(
 
     def go() -> Outcome:
         from box_memory.errors import InvalidInput
-        from box_memory.workspace import open_workspace
+        from box_memory.workspace.resolve import open_workspace
 
         if stale:
             if file is not None or check or force or body is not None or tag:
@@ -78,8 +78,8 @@ def companion_cmd(
 
 
 def _read_body(body: str | None) -> str | bytes | None:
-    from box_memory.commit import MAX_CONTENT_BYTES
     from box_memory.errors import InvalidInput
+    from box_memory.write.commit import MAX_CONTENT_BYTES
 
     if body != "-":
         return body
@@ -99,7 +99,7 @@ def _write(
     agent: str | None,
     extract: bool = False,
 ) -> Outcome:
-    from box_memory.companions import CompanionRequest, write_companion
+    from box_memory.write.companions import CompanionRequest, write_companion
 
     result = write_companion(
         ws,
@@ -132,7 +132,7 @@ def _write(
 
 
 def _check(ws: Any, file: str, team: str | None) -> Outcome:
-    from box_memory.companions import check_companion
+    from box_memory.write.companions import check_companion
 
     result = check_companion(ws, file, team=team)
     res = result.data
@@ -150,7 +150,7 @@ def _check(ws: Any, file: str, team: str | None) -> Outcome:
 
 
 def _stale(ws: Any, team: str | None) -> Outcome:
-    from box_memory.companions import stale_list
+    from box_memory.write.companions import stale_list
 
     result = stale_list(ws, team)
     rows = result.data["stale"]

@@ -37,8 +37,8 @@ def index_rebuild_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.index_rebuild import index_rebuild
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.index_rebuild import index_rebuild
+        from box_memory.workspace.resolve import open_workspace
 
         ws = open_workspace(o.workspace)
         res = index_rebuild(ws, folder, team=team, check=check, companions_only=companions_only)

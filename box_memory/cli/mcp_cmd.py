@@ -89,7 +89,7 @@ def mcp_check_cmd(
             from box_memory.errors import InvalidInput
 
             raise InvalidInput(f"--write-test needs a Box folder id (digits), not {write_test!r}")
-        from box_memory.mcp.auth import TokenSource
+        from box_memory.box.auth import TokenSource
 
         tokens = TokenSource()
         if tokens.source == "none":
@@ -100,8 +100,8 @@ def mcp_check_cmd(
                 tokens.access_token()
             except AuthError as e:
                 raise AuthError(f"INCOMPATIBLE: {e}", code=e.code) from None
-        from box_memory.mcp.client import default_url
-        from box_memory.mcp.deepcheck import mcp_check
+        from box_memory.box.client import default_url
+        from box_memory.maintenance.mcp_check import mcp_check
 
         report = mcp_check(
             url or default_url(),
@@ -110,7 +110,7 @@ def mcp_check_cmd(
             deep=deep or bool(write_test),
             write_test=write_test.strip() if write_test else None,
         ).to_dict()
-        from box_memory.mcp.deepcheck import check_result
+        from box_memory.maintenance.mcp_check import check_result
 
         result = check_result(report)
         if result.errors and not (report["reachable"] and report["auth_ok"]) and not o.json:

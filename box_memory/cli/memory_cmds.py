@@ -55,7 +55,7 @@ def init_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.init import InitRequest, init
+        from box_memory.maintenance.init import InitRequest, init
 
         req = InitRequest(name, path, parent, backend, team or [], layout, reinit, non_empty)
         confirm = _confirm if sys.stdin.isatty() else None
@@ -94,8 +94,8 @@ def _init_lines(data: dict[str, Any]) -> list[str]:
 
 
 def _read_content(content: str | None) -> str | bytes:
-    from box_memory.commit import MAX_CONTENT_BYTES
     from box_memory.errors import InvalidInput
+    from box_memory.write.commit import MAX_CONTENT_BYTES
 
     if content is None:
         raise InvalidInput("no content: pass it as an argument, or '-' to read stdin")
@@ -147,12 +147,12 @@ def write_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.memories import WriteRequest, write_memory
-        from box_memory.workspace import open_workspace
+        from box_memory.workspace.resolve import open_workspace
+        from box_memory.write.memories import WriteRequest, write_memory
 
         body = _read_content(content)
         if isinstance(body, bytes):
-            from box_memory.commit import check_content
+            from box_memory.write.commit import check_content
 
             body = check_content(body)
         ws = open_workspace(o.workspace)
@@ -202,8 +202,8 @@ def get_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.memories import get_memory
-        from box_memory.workspace import open_workspace
+        from box_memory.workspace.resolve import open_workspace
+        from box_memory.write.memories import get_memory
 
         ws = open_workspace(o.workspace)
         result = get_memory(ws, ref, history=history)
@@ -217,7 +217,7 @@ def get_cmd(
 
 
 def _get_lines(res: dict[str, Any]) -> list[str]:
-    from box_memory import frontmatter
+    from box_memory.format import frontmatter
 
     fm = res["frontmatter"]
     lines = [f"[dim]{res['path']}[/dim]"]

@@ -11,7 +11,7 @@ from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, o
 from box_memory.cli.output import Outcome, escape, run
 
 if TYPE_CHECKING:
-    from box_memory.recall import RecallResult
+    from box_memory.recall.search import RecallResult
 
 
 def register(app: typer.Typer) -> None:
@@ -88,9 +88,9 @@ def recall_cmd(
 
     def go() -> Outcome:
         from box_memory.errors import UsageProblem
-        from box_memory.ids import is_memory_id
-        from box_memory.recall import RecallRequest, recall
-        from box_memory.workspace import open_workspace
+        from box_memory.format.ids import is_memory_id
+        from box_memory.recall.search import RecallRequest, recall
+        from box_memory.workspace.resolve import open_workspace
 
         text = query
         if id_ is not None:
@@ -126,11 +126,11 @@ def recall_cmd(
         result = res.result
         best = res.data.get("full")
         if ask is not None:
-            from box_memory.ask import ask_over
+            from box_memory.recall.ask import ask_over
 
             result = ask_over(ws, result, ask, hub=hub)
         elif ws.config.settings.get("ai_recall_enabled") is True:
-            from box_memory.ask import ask_by_setting
+            from box_memory.recall.ask import ask_by_setting
 
             result = ask_by_setting(ws, result)
         lines = _lines(res, verbose, sys.stdout.isatty())

@@ -60,7 +60,7 @@ def serve_cmd(
         import logging
 
         from box_memory.errors import InvalidInput
-        from box_memory.server import (
+        from box_memory.serve.server import (
             TRANSPORTS,
             MemoryServer,
             announce,

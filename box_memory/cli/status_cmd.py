@@ -35,8 +35,8 @@ def status_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.status import status
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.status import status
+        from box_memory.workspace.resolve import open_workspace
 
         res = status(
             open_workspace(o.workspace), check_indexes=check_indexes, refresh=refresh, cache=o.verbose

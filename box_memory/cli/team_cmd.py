@@ -34,8 +34,8 @@ def create_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.teams import create_team
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.teams import create_team
+        from box_memory.workspace.resolve import open_workspace
 
         result = create_team(open_workspace(o.workspace), name)
         res = result.data
@@ -62,8 +62,8 @@ def ls_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.teams import list_teams
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.teams import list_teams
+        from box_memory.workspace.resolve import open_workspace
 
         result = list_teams(open_workspace(o.workspace))
         rows = [
@@ -92,8 +92,8 @@ def inspect_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.teams import inspect_team
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.teams import inspect_team
+        from box_memory.workspace.resolve import open_workspace
 
         result = inspect_team(open_workspace(o.workspace), name)
         return Outcome(result, _inspect_lines(result.data))
@@ -136,8 +136,8 @@ def conflicts_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.teams import team_conflicts
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.teams import team_conflicts
+        from box_memory.workspace.resolve import open_workspace
 
         result = team_conflicts(open_workspace(o.workspace), include_all=include_all)
         res = result.data
@@ -177,8 +177,8 @@ def remove_cmd(
 
     def go() -> Outcome:
         from box_memory.errors import InvalidInput
-        from box_memory.teams import remove_team
-        from box_memory.workspace import open_workspace
+        from box_memory.maintenance.teams import remove_team
+        from box_memory.workspace.resolve import open_workspace
 
         if not yes:
             raise InvalidInput(

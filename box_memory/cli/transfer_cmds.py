@@ -42,8 +42,8 @@ def import_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.importer import import_memories
-        from box_memory.workspace import open_workspace
+        from box_memory.transfer.importer import import_memories
+        from box_memory.workspace.resolve import open_workspace
 
         ws = open_workspace(o.workspace)
         result = import_memories(ws, source, fmt=from_, team=team, dry_run=dry_run)
@@ -103,8 +103,8 @@ def export_cmd(
     o = opts(json_, quiet, verbose, workspace)
 
     def go() -> Outcome:
-        from box_memory.export import ExportRequest, export_memories
-        from box_memory.workspace import open_workspace
+        from box_memory.transfer.export import ExportRequest, export_memories
+        from box_memory.workspace.resolve import open_workspace
 
         req = ExportRequest(format_, output, include_superseded, since, force)
         stdout = None if o.json else sys.stdout.buffer

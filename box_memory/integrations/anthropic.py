@@ -48,8 +48,8 @@ from anthropic.types.beta import (
 )
 
 from box_memory.errors import BoxMemoryError
-from box_memory.model import LIVE, IndexEntry
-from box_memory.workspace import Workspace
+from box_memory.format.model import LIVE, IndexEntry
+from box_memory.workspace.resolve import Workspace
 
 ROOT = "/memories"
 TAG = "memory-tool"
@@ -125,7 +125,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
     @property
     def workspace(self) -> Workspace:
         if self._ws is None:
-            from box_memory.workspace import open_workspace
+            from box_memory.workspace.resolve import open_workspace
 
             spec = self._spec if isinstance(self._spec, str) else None
             try:
@@ -135,7 +135,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         return self._ws
 
     def _read_version(self, entry: dict[str, Any], folder: str) -> StoredFile | None:
-        from box_memory import frontmatter
+        from box_memory.format import frontmatter
 
         mem_id = str(entry.get("id"))
         if mem_id in self._versions:
@@ -158,7 +158,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
 
     def current_files(self) -> dict[str, StoredFile]:
         """Path -> current version of every live file (newest wins if two claim one path)."""
-        from box_memory.index import load_index
+        from box_memory.workspace.index import load_index
 
         ws = self.workspace
         # A Box store caches listings per command: each tool call sees other writers (and a
@@ -182,7 +182,7 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         return files
 
     def _write(self, path: str, text: str, *, supersedes: str | None = None, status: str = "active") -> str:
-        from box_memory.memories import WriteRequest, write_memory
+        from box_memory.write.memories import WriteRequest, write_memory
 
         title = title_for(path)
         extra: dict[str, Any] = {"status": status} if status != "active" else {}

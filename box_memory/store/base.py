@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 from box_memory.errors import BoxMemoryError, InvalidInput
 
 if TYPE_CHECKING:
-    from box_memory.model import WorkspaceConfig
+    from box_memory.format.model import WorkspaceConfig
 
 
 class AlreadyExists(BoxMemoryError):

@@ -23,9 +23,9 @@ from box_memory.errors import (
     NotFound,
     Unreadable,
 )
-from box_memory.model import LOCK_NAME, TMP_PREFIX, parse_time
-from box_memory.names import check_path, fold, nfc, resolve_nfc
-from box_memory.safeio import (
+from box_memory.format.model import LOCK_NAME, TMP_PREFIX, parse_time
+from box_memory.format.names import check_path, fold, nfc, resolve_nfc
+from box_memory.format.safeio import (
     RETRY_DELAYS_S,
     OutsideWorkspace,
     ReadFailed,

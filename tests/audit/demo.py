@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 
 HOSTILE = "<img src=x onerror=\"alert(1)\"> & <script>alert(2)<script> 'quoted'"
 AGENTS = ("claude-code", "codex", "release-bot")
@@ -65,7 +65,7 @@ def past_memories(ws: Path, now: dt.datetime) -> list[dict[str, Any]]:
 def _file(
     ws: Path, serial: int, kind: str, title: str, body: str, agent: str, at: dt.datetime, take: int = 0
 ) -> dict[str, Any]:
-    from box_memory.ids import slugify
+    from box_memory.format.ids import slugify
 
     slug = slugify(title) + (f"-{take + 1}" if take else "")
     meta = {

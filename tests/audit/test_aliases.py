@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 from tests.conftest import Cli
 
 

@@ -52,8 +52,8 @@ def story(cli: Cli, ws: Path) -> dict[str, Any]:
     fact = _write(cli, ws, "Redis is 7.2.", "--title", "Redis version", "--kind", "fact", "--agent", "codex")
     cli.json("team", "create", "eng", "-w", str(ws))
     note = _write(cli, ws, "An eng note.", "--title", "Eng note", "--team", "eng", "--agent", "claude-code")
-    from box_memory.memories import WriteRequest, write_memory
-    from box_memory.workspace import open_workspace
+    from box_memory.workspace.resolve import open_workspace
+    from box_memory.write.memories import WriteRequest, write_memory
 
     retired = write_memory(
         open_workspace(str(ws)),
@@ -213,8 +213,8 @@ def test_on_a_terminal_log_goes_through_the_pager(tmp_path: Path, cli: Cli, ws: 
 
 
 def test_the_timeline_cache_follows_every_change_and_is_only_derived(cli: Cli, ws: Path) -> None:
-    from box_memory.timeline_cache import cache_file
-    from box_memory.workspace import open_workspace
+    from box_memory.audit.timeline_cache import cache_file
+    from box_memory.workspace.resolve import open_workspace
 
     first = _write(cli, ws, "One.", "--title", "One", "--agent", "a")
     assert [e["id"] for e in _log(cli, ws)["data"]["events"]] == [first["id"]]

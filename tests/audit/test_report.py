@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.report import CSP
+from box_memory.audit.report import CSP
 from tests.audit.demo import HOSTILE, build
 from tests.conftest import Cli
 

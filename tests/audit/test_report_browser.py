@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.report import PALETTE
+from box_memory.audit.report import PALETTE
 from tests.audit.demo import build
 from tests.conftest import Cli
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from box_memory.emulator import Emulator
-from box_memory.server import MemoryServer
+from box_memory.serve.server import MemoryServer
 from tests.conftest import Cli
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from box_memory.box import auth
 from box_memory.errors import AuthError, InvalidInput
-from box_memory.mcp import auth
 from box_memory.paths import user_dirs
 from tests.auth.fakeoauth import FakeBoxOAuth
 
@@ -294,7 +294,7 @@ def test_concurrent_refresh_processes_spend_one_refresh_token(fake: FakeBoxOAuth
     fake.expires_in = 3600
     go = time.time() + 1.5  # both processes start refreshing at the same instant
     code = (
-        "import time,sys;from box_memory.mcp.auth import TokenSource;"
+        "import time,sys;from box_memory.box.auth import TokenSource;"
         f"time.sleep(max(0,{go}-time.time()));sys.stdout.write(TokenSource().access_token())"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -487,7 +487,7 @@ def test_flock_is_exclusive(tmp_path) -> None:
 
 
 def test_import_does_not_pull_in_httpx() -> None:
-    code = "import sys, box_memory.mcp.auth; print(bool({'httpx', 'httpx2'} & set(sys.modules)))"
+    code = "import sys, box_memory.box.auth; print(bool({'httpx', 'httpx2'} & set(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.mcp import auth
+from box_memory.box import auth
 
 HANG_LIMIT_S = 60  # far above a normal run (about a second); a hang fails here, not the suite
 MEMORY_LIMIT = 2 * 1024**3  # address space of the child: reading /dev/zero fails fast, not the machine

@@ -22,7 +22,7 @@ from keyring.backend import KeyringBackend  # noqa: E402
 from keyring.backends import fail  # noqa: E402
 from keyring.errors import PasswordDeleteError  # noqa: E402
 
-from box_memory.mcp import auth  # noqa: E402
+from box_memory.box import auth  # noqa: E402
 from box_memory.paths import user_dirs  # noqa: E402
 from tests.auth.fakeoauth import FakeBoxOAuth  # noqa: E402
 from tests.auth.test_auth import do_login  # noqa: E402

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from box_memory import safeio, settings
+from box_memory import settings
+from box_memory.format import safeio
 
 TIMEOUT = 1.5
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.names import MAX_PATH, fit_slug, name_problem, path_problem
+from box_memory.format.names import MAX_PATH, fit_slug, name_problem, path_problem
 
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 20
 NFC_NAME = "Résumé.pdf"

@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from box_memory import safeio
 from box_memory.errors import FileBusy
-from box_memory.model import LOCK_NAME
+from box_memory.format import safeio
+from box_memory.format.model import LOCK_NAME
 from box_memory.store.base import AlreadyExists
 from box_memory.store.local import FileLock, LocalStore
 

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 
 
 def w(root: Path) -> list[str]:

@@ -31,7 +31,7 @@ def _default_workspace(_isolated_home: Path, tmp_path_factory: pytest.TempPathFa
     """A Box Brain source belongs to a workspace: each test gets a default one (`init` makes the
     workspace it creates the user's default), so a sync without --workspace binds to it.
     tests/brain/test_source_workspace.py overrides this to run with none."""
-    from box_memory.init import InitRequest, init
+    from box_memory.maintenance.init import InitRequest, init
 
     root = tmp_path_factory.mktemp("default-ws")
     init(InitRequest(name="brain-tests", path=root))

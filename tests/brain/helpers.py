@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from box_memory.brain.store import BrainStore
+from box_memory.brain.db import BrainStore
 from box_memory.brain.sync import RunResult, SyncOptions, SyncRequest, brain_sync
 from box_memory.emulator.testing import Emulator
 from box_memory.paths import user_dirs

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from box_memory.brain.lock import source_lock
+from box_memory.brain.single_run import source_lock
 from box_memory.brain.sync import SYNC_TOOLS, SyncOptions, _open_client
 from box_memory.errors import BoxMemoryError
 from tests.brain.helpers import FakeClock, Sleeps, entries, items, lib_sync, put, store, sync, tool_calls

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.brain.store import default_path
+from box_memory.brain.db import default_path
 from box_memory.emulator.testing import running_emulator
 from tests.brain.helpers import put, sync
 

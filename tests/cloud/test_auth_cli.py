@@ -17,8 +17,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from box_memory.box import auth
 from box_memory.emulator import Emulator
-from box_memory.mcp import auth
 from tests.auth.fakeoauth import FakeBoxOAuth
 from tests.cloud.conftest import TOKEN, Backend
 from tests.conftest import Cli

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from box_memory.box import auth
 from box_memory.emulator import Emulator
-from box_memory.mcp import auth
 from tests.auth.fakeoauth import FakeBoxOAuth
 from tests.cloud.conftest import Backend
 from tests.conftest import Cli

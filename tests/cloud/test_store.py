@@ -171,9 +171,9 @@ def test_concurrent_writers_in_two_processes_lose_nothing(cloud: Backend, emu: E
     script = textwrap.dedent(
         """
         import sys
-        from box_memory.memories import WriteRequest, write_memory
+        from box_memory.write.memories import WriteRequest, write_memory
         from box_memory.store.cloud import close_all
-        from box_memory.workspace import open_workspace
+        from box_memory.workspace.resolve import open_workspace
         for n in range(3):
             ws = open_workspace(sys.argv[1])
             write_memory(ws, WriteRequest(content=f"{sys.argv[2]} {n}", title=f"{sys.argv[2]} {n}"))
@@ -248,7 +248,7 @@ def test_local_write_and_recall_never_import_the_network_stack(tmp_path: Path) -
         assert r.invoke(app, ["init", "--path", ws]).exit_code == 0
         assert r.invoke(app, ["write", "hello world", "--title", "Hello", "-w", ws]).exit_code == 0
         assert r.invoke(app, ["recall", "hello", "-w", ws]).exit_code == 0
-        bad = [m for m in ("mcp", "httpx", "httpx2", "box_memory.store.cloud", "box_memory.mcp.client")
+        bad = [m for m in ("mcp", "httpx", "httpx2", "box_memory.store.cloud", "box_memory.box.client")
                if m in sys.modules]
         assert not bad, bad
         """

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from box_memory import frontmatter
-from box_memory.companions import digest_chunks, sniff_mime, stale_companions, type_tag
-from box_memory.workspace import open_workspace
+from box_memory.format import frontmatter
+from box_memory.workspace.resolve import open_workspace
+from box_memory.write.companions import digest_chunks, sniff_mime, stale_companions, type_tag
 
 PLUGIN_FIXTURE = Path(__file__).parent.parent / "fixtures" / "plugin_workspace"
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 50
@@ -278,7 +278,7 @@ def test_plugin_fixture_companion_is_recognised(tmp_path: Path, cli) -> None:
 
 def test_hand_written_plugin_shape_in_team_memories(tmp_path: Path, cli) -> None:
     """A companion named like a memory, indexed by a rebuild-equivalent scan, is found anywhere."""
-    from box_memory.rebuild import rebuild
+    from box_memory.maintenance.regenerate import rebuild
 
     root = tmp_path / "ws"
     cli.json("init", "--path", str(root), "--team", "ops")

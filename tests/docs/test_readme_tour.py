@@ -33,10 +33,16 @@ def test_readme_blocks_have_the_expected_shape() -> None:
 
 
 def _copy_repo(dest: Path) -> None:
-    files = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -46,9 +52,7 @@ def _copy_repo(dest: Path) -> None:
 
 def _shell(script: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("BOX_", "VIRTUAL_ENV", "PYTEST", "PYTHON"))
+        k: v for k, v in os.environ.items() if not k.startswith(("BOX_", "VIRTUAL_ENV", "PYTEST", "PYTHON"))
     }
     env["HOME"] = str(home)
     env["PATH"] = os.pathsep.join(
@@ -56,7 +60,12 @@ def _shell(script: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[st
     )
     return subprocess.run(
         ["bash", "-c", "set -eo pipefail\n" + script],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
@@ -74,7 +83,7 @@ def test_readme_setup_and_tour_work_as_written(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert shutil.which("box-memory", path=str(repo / ".venv" / "bin"))
     # The quickstart's last line is a command to paste: it must work as printed.
-    try_line = [ln for ln in first.stdout.splitlines() if ln.startswith("Try: ")][-1][len("Try: "):]
+    try_line = [ln for ln in first.stdout.splitlines() if ln.startswith("Try: ")][-1][len("Try: ") :]
     wrote = re.findall(r"^Wrote (mem_\w+) decision 'Auth strategy'", first.stdout, re.M)
     assert len(wrote) >= 2  # the quickstart's two, then the tour's
     old_id = wrote[-1]

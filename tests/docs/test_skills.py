@@ -11,8 +11,8 @@ import click
 import pytest
 import typer.main
 
-from box_memory import frontmatter
 from box_memory.cli.app import app
+from box_memory.format import frontmatter
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = sorted((ROOT / "skills").glob("*/SKILL.md"))

@@ -142,7 +142,7 @@ KINDS = ["fifo"]
 
 @pytest.mark.parametrize("what", KINDS)
 def test_the_tool_catalogue_cache_is_a_miss(what: str) -> None:
-    from box_memory.mcp import client
+    from box_memory.box import client
 
     url = "http://127.0.0.1:9/"
     special(client._catalogue_file(url), what)
@@ -175,8 +175,8 @@ def dev_zero_mode() -> Iterator[int]:
 def test_a_recall_cache_linked_to_a_device_is_not_chmod_ed(cli, ws: Path, dev_zero_mode: int) -> None:
     """The recall cache is made owner-only; through a link, the old chmod changed the link's
     target (as root: /dev/zero itself, for every program on the machine)."""
-    from box_memory.recall_cache import cache_path
-    from box_memory.workspace import open_workspace
+    from box_memory.recall.cache import cache_path
+    from box_memory.workspace.resolve import open_workspace
 
     cli.json("write", "Use Postgres", "--title", "Database", "-w", str(ws))
     path = Path(cache_path(open_workspace(str(ws))))

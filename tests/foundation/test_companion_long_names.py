@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.server import MemoryServer
+from box_memory.serve.server import MemoryServer
 from tests.conftest import snapshot
 
 

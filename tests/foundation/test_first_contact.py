@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 
 
 def bm(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -27,8 +27,22 @@ def test_supersede_inherits_kind_tags_team_related(cli, ws: Path) -> None:
     cli.json("team", "create", "platform", "-w", str(ws))
     cli.json("write", "Token rotation runbook", "--title", "Rotation", "-w", str(ws))
     old = cli.json(
-        "write", "We decided to use short-lived JWTs", "--title", "Auth strategy", "--kind", "decision",
-        "--tag", "auth", "--tag", "mobile", "--team", "platform", "--related", "[[Rotation]]", "-w", str(ws),
+        "write",
+        "We decided to use short-lived JWTs",
+        "--title",
+        "Auth strategy",
+        "--kind",
+        "decision",
+        "--tag",
+        "auth",
+        "--tag",
+        "mobile",
+        "--team",
+        "platform",
+        "--related",
+        "[[Rotation]]",
+        "-w",
+        str(ws),
     )["data"]
     new = cli.json("write", "Opaque sessions now", "--supersedes", old["id"], "-w", str(ws))["data"]
     assert new["kind"] == "decision" and new["title"] == "Auth strategy" and new["team"] == "platform"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.model import IndexEntry
+from box_memory.format.model import IndexEntry
 
 
 def test_path_is_local_path_else_filename_in_the_folder() -> None:

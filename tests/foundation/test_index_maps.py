@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from box_memory.index import INDEX_MAPS, build_maps
+from box_memory.workspace.index import INDEX_MAPS, build_maps
 
 
 def maps_of(path: Path) -> tuple[dict, dict]:

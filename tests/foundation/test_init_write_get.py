@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 
 
 def read_index(root: Path, folder: str = "memories") -> dict:

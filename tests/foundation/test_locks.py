@@ -90,7 +90,7 @@ def test_a_stale_lock_file_is_taken_over_and_the_old_holder_leaves_it(tmp_path: 
 def test_renewed_at_ages_the_lock_and_renewal_keeps_it(tmp_path: Path) -> None:
     path = tmp_path / "_x.lock"
     # a recent renewed_at in the body keeps a lock whose mtime is old (a synced copy) ...
-    from box_memory.model import now_iso
+    from box_memory.format.model import now_iso
 
     path.write_text(json.dumps({"renewed_at": now_iso(), "token": "t"}))
     past = time.time() - 100

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from box_memory.mcp import auth, client
+from box_memory.box import auth, client
 from box_memory.redaction import MARK, redact
 
 

@@ -151,8 +151,18 @@ def test_the_lease_and_provisioning_use_the_cloud_store_public_api_only(module: 
 
 
 def test_the_store_package_imports_no_layer_above_it() -> None:
-    above = ("box_memory.workspace", "box_memory.index", "box_memory.cli", "box_memory.server")
-    services = ("box_memory.memories", "box_memory.recall", "box_memory.rebuild", "box_memory.companions")
+    above = (
+        "box_memory.workspace.resolve",
+        "box_memory.workspace.index",
+        "box_memory.cli",
+        "box_memory.serve.server",
+    )
+    services = (
+        "box_memory.write.memories",
+        "box_memory.recall.search",
+        "box_memory.maintenance.regenerate",
+        "box_memory.write.companions",
+    )
     bad = [
         f"{rel}: {name}"
         for rel, tree in _sources()

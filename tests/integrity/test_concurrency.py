@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 from tests.integrity.util import ROOT, all_json_parse, bm, bm_json, index
 
 PROCS = 8

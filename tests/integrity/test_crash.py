@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 from tests.integrity.util import ROOT, all_json_parse, bm, bm_json, index
 
 FAST_LOCK = {"BOX_MEMORY_LOCK_STALE_S": "1", "BOX_MEMORY_LOCK_WAIT_S": "30"}

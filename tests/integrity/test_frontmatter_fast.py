@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from box_memory import frontmatter
 from box_memory.errors import InvalidFile
+from box_memory.format import frontmatter
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "plugin-examples"
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "plugin_workspace" / "memories"

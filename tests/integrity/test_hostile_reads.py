@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.safeio import LIMITS, UnreadableFile, read_regular
+from box_memory.format.safeio import LIMITS, UnreadableFile, read_regular
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and device files")
 
@@ -56,7 +56,7 @@ def run(*args: str, env_home: Path) -> tuple[int, dict[str, Any] | None, str]:
 def _close_server_caches() -> Iterator[None]:
     """In-process MemoryServer calls keep recall caches open (as `serve` does): close them after."""
     yield
-    from box_memory.recall_cache import close_held
+    from box_memory.recall.cache import close_held
 
     close_held()
 
@@ -243,7 +243,7 @@ def test_server_call_time_limit(hws: Path, home: Path, monkeypatch: pytest.Monke
     import threading
     import time
 
-    from box_memory import server as srv
+    from box_memory.serve import server as srv
 
     monkeypatch.setenv("BOX_MEMORY_HOME", str(home))
     monkeypatch.setenv("BOX_MEMORY_TOOL_TIMEOUT_S", "1")
@@ -275,7 +275,7 @@ def test_server_tool_call_answers_within_the_limit(
 
     import anyio
 
-    from box_memory import server as srv
+    from box_memory.serve import server as srv
 
     monkeypatch.setenv("BOX_MEMORY_HOME", str(home))
     monkeypatch.setenv("BOX_MEMORY_TOOL_TIMEOUT_S", "1")

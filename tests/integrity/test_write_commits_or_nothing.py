@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.server import MemoryServer
+from box_memory.serve.server import MemoryServer
 
 
 def test_oversized_tag_agent_and_frontmatter_are_refused_before_writing(cli, ws: Path, snap) -> None:
@@ -89,7 +89,7 @@ def test_config_team_that_escapes_is_refused_on_open(cli, ws: Path, snap, team: 
 def _close_server_caches() -> Iterator[None]:
     """In-process MemoryServer calls keep recall caches open (as `serve` does): close them after."""
     yield
-    from box_memory.recall_cache import close_held
+    from box_memory.recall.cache import close_held
 
     close_held()
 
@@ -105,7 +105,7 @@ def test_cloud_index_failure_after_commit_is_a_warning_and_the_retry_is_idempote
     """Box goes away right after the memory file is uploaded (a real server stop, at our own
     crash-point seam): the write reports the memory saved (exit 0, a warning); the identical retry
     is recognised as done, and completes the index."""
-    from box_memory import commit
+    from box_memory.write import commit
 
     real = commit.crash_point
 
@@ -154,7 +154,7 @@ def test_retried_supersede_is_idempotent(cli, ws: Path, step: str) -> None:
     returns the memory the first attempt wrote and finishes its bookkeeping, never a second one."""
     import signal
 
-    from box_memory import frontmatter
+    from box_memory.format import frontmatter
     from tests.integrity.util import bm, bm_json
 
     w = ("-w", str(ws))
@@ -187,7 +187,7 @@ def test_cloud_retried_supersede_after_box_went_away_is_idempotent(
 ) -> None:
     """Box stops right after the new memory of a supersede is uploaded: the retry returns that
     memory and marks the old one superseded by it, instead of writing a second successor."""
-    from box_memory import commit
+    from box_memory.write import commit
 
     old = cloud.data("write", "The deploy window is Monday.", "--title", "Deploy window")
     real = commit.crash_point

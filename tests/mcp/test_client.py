@@ -10,6 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from box_memory.box.client import (
+    OPTIONAL_TOOLS,
+    READ_TOOLS,
+    REQUIRED_TOOLS,
+    BoxMCPClient,
+    redact,
+)
+from box_memory.box.payload import conflicts, listing
 from box_memory.emulator.testing import Emulator, running_emulator
 from box_memory.errors import (
     AuthError,
@@ -19,15 +27,7 @@ from box_memory.errors import (
     ToolDisabled,
     ToolMissing,
 )
-from box_memory.mcp.client import (
-    OPTIONAL_TOOLS,
-    READ_TOOLS,
-    REQUIRED_TOOLS,
-    BoxMCPClient,
-    redact,
-)
-from box_memory.mcp.deepcheck import mcp_check
-from box_memory.mcp.payload import conflicts, listing
+from box_memory.maintenance.mcp_check import mcp_check
 
 TOKEN = "test-token-0123456789"
 INDEX_TEXT = json.dumps({"version": 1, "folder_id": None, "entries": [{"id": "mem_1"}]}, indent=1)

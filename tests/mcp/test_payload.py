@@ -10,8 +10,7 @@ import sys
 import pytest
 from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 
-from box_memory.errors import BoxToolError, ToolDisabled, ToolMissing
-from box_memory.mcp.payload import (
+from box_memory.box.payload import (
     Page,
     box_error,
     conflicts,
@@ -21,6 +20,7 @@ from box_memory.mcp.payload import (
     unwrap,
     unwrap_text,
 )
+from box_memory.errors import BoxToolError, ToolDisabled, ToolMissing
 
 FILE = {
     "type": "file",
@@ -389,7 +389,7 @@ def test_normalise_ids_leaves_non_ids_alone():
 
 def test_payload_module_does_not_import_the_network_stack():
     code = (
-        "import sys, box_memory.mcp.payload\n"
+        "import sys, box_memory.box.payload\n"
         "bad = [m for m in ('mcp', 'httpx', 'httpx2', 'anyio') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from box_memory.box.schema import shape_args
 from box_memory.emulator import catalogue
 from box_memory.errors import Incompatible
-from box_memory.mcp.schema import shape_args
 from box_memory.store.cloud import TEMPLATE_FIELDS
 
 # Every call box-memory makes, in its canonical vocabulary (spec box-mcp.md section 2).

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from box_memory import frontmatter
-from box_memory.rebuild import rebuild
-from box_memory.workspace import open_workspace
+from box_memory.format import frontmatter
+from box_memory.maintenance.regenerate import rebuild
+from box_memory.workspace.resolve import open_workspace
 
 _SEQ = [0]
 
@@ -41,7 +41,7 @@ def put(
     **extra: Any,
 ) -> str:
     """Write one memory file (no index update: call `reindex`). Returns its id."""
-    from box_memory.ids import slugify
+    from box_memory.format.ids import slugify
 
     slug = slug or slugify(title)
     stamp = updated or f"2026-01-{(n % 28) + 1:02d}T10:00:00.000Z"

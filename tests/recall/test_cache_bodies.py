@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from box_memory import recall_cache
 from box_memory.paths import user_dirs
+from box_memory.recall import cache as recall_cache
 from box_memory.store.local import LocalStore
 from tests.recall.helpers import ids, mem_id, put, reindex
 

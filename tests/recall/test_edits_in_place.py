@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from box_memory import recall_cache
+from box_memory.recall import cache as recall_cache
 from tests.conftest import Cli
 from tests.recall.helpers import put, reindex
 
@@ -130,7 +130,7 @@ def test_a_touch_without_a_change_reads_the_file_once_and_warns_nothing(root: Pa
 def test_serve_stats_no_file_while_nothing_changed_and_sees_the_next_edit(root: Path, cli: Cli) -> None:
     """A kept-open cache on a local filesystem watches its folders (inotify): a call with no event
     since the last one stats no memory file; an edit is still seen by the very next call."""
-    from box_memory.file_watch import FolderWatch
+    from box_memory.recall.watch import FolderWatch
 
     if FolderWatch.start(str(root)) is None:
         pytest.skip("no inotify here: every call stats the files (the other tests cover that)")

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from box_memory import recall
-from box_memory.ids import slugify
+from box_memory.format.ids import slugify
+from box_memory.recall import search as recall
 from tests.conftest import Cli
 from tests.recall.helpers import put, reindex
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from box_memory.ids import slugify
-from box_memory.server import MemoryServer
+from box_memory.format.ids import slugify
+from box_memory.serve.server import MemoryServer
 from tests.cloud import conftest as cloud
 from tests.cloud.conftest import Backend
 from tests.conftest import Cli

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from box_memory import recall
+from box_memory.recall import search as recall
 from tests.recall.helpers import put, reindex
 
 WORDS = ["rollout", "canary", "retry", "backoff", "plan", "sso", "auth", "queue", "ledger", "cache"]
@@ -110,7 +110,7 @@ def test_a_cache_of_the_previous_schema_is_rebuilt_with_rids_in_time_order(corpu
     import sqlite3
 
     from box_memory.paths import user_dirs
-    from box_memory.recall_cache import RID_SHIFT, SCHEMA_VERSION, rid_bucket, uts_below
+    from box_memory.recall.cache import RID_SHIFT, SCHEMA_VERSION, rid_bucket, uts_below
 
     first = cli.json("recall", "retry backoff", "-w", str(corpus))
     (path,) = user_dirs().recall_cache_dir.glob("*.sqlite3")

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from box_memory import frontmatter
-from box_memory.ids import normalize_tag, slugify
-from box_memory.recall import COVER, LEVELS, tokens_of
-from box_memory.recall_cache import folded
+from box_memory.format import frontmatter
+from box_memory.format.ids import normalize_tag, slugify
+from box_memory.recall.cache import folded
+from box_memory.recall.search import COVER, LEVELS, tokens_of
 from tests.recall.helpers import put, reindex
 
 # Made-up words that the Porter stemmer leaves alone (no English suffixes), so "the body holds the

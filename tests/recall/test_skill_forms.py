@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from box_memory.server import MemoryServer
+from box_memory.serve.server import MemoryServer
 from tests.conftest import Cli
 
 SKILL = Path(__file__).resolve().parents[2] / "skills" / "box-recall" / "SKILL.md"

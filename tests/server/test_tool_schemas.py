@@ -8,15 +8,15 @@ import typing
 
 import pytest
 
-from box_memory.companions import CheckRequest
-from box_memory.index_rebuild import RebuildRequest
-from box_memory.memories import GetRequest, WriteRequest
+from box_memory.audit.report import ReportRequest
+from box_memory.audit.timeline import LogRequest
+from box_memory.maintenance.index_rebuild import RebuildRequest
+from box_memory.maintenance.status import StatusRequest
 from box_memory.params import Param
-from box_memory.recall import BrainSearchRequest, RecallRequest
-from box_memory.report import ReportRequest
-from box_memory.server import TOOLS, MemoryServer
-from box_memory.status import StatusRequest
-from box_memory.timeline import LogRequest
+from box_memory.recall.search import BrainSearchRequest, RecallRequest
+from box_memory.serve.server import TOOLS, MemoryServer
+from box_memory.write.companions import CheckRequest
+from box_memory.write.memories import GetRequest, WriteRequest
 
 REQUESTS: dict[str, type] = {
     "recall": RecallRequest,

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 
 
 def write(cli, ws: Path, text: str, title: str, *extra: str) -> str:

@@ -35,7 +35,7 @@ def copy_source(tmp_path: Path, rel: str) -> Path:
 
 def memories(ws: Path, folder: str = "memories") -> dict[str, dict[str, Any]]:
     """title -> {frontmatter..., body} for every memory file in a folder, read back from disk."""
-    from box_memory import frontmatter
+    from box_memory.format import frontmatter
 
     out: dict[str, dict[str, Any]] = {}
     for p in sorted((ws / folder).glob("*__*.md")):
@@ -354,7 +354,10 @@ def test_a_fifo_in_the_source_is_reported_not_waited_on(
     os.mkfifo(src / "pipe.md")
     res = subprocess.run(
         [sys.executable, "-m", "box_memory", "import", str(src), *how, "-w", str(ws), "--json"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     env = json.loads(res.stdout)
     assert res.returncode == 0, env

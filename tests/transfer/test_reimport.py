@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from box_memory import frontmatter
+from box_memory.format import frontmatter
 from tests.conftest import snapshot
 from tests.transfer.test_import import copy_source, do_import
 

@@ -10,7 +10,7 @@ import os
 import secrets
 from pathlib import Path
 
-from box_memory.safeio import UnreadableFile, read_regular
+from box_memory.format.safeio import UnreadableFile, read_regular
 
 __all__ = ["ContentCache"]
 

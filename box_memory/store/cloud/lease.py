@@ -22,8 +22,8 @@ import orjson
 
 from box_memory import settings
 from box_memory.errors import BoxMemoryError, LockBusy, WriteRefused
+from box_memory.format.model import LOCK_NAME, now_iso, parse_time
 from box_memory.locks import holder_body
-from box_memory.model import LOCK_NAME, now_iso, parse_time
 from box_memory.store.base import AlreadyExists, Entry
 
 __all__ = ["FALLBACK_LOCK_NAME", "Lease", "LeaseStore"]

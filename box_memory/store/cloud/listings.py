@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from box_memory.safeio import UnreadableFile, read_regular
+from box_memory.format.safeio import UnreadableFile, read_regular
 
 __all__ = ["Kept", "ListingSnapshot", "root_signature"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from box_memory.box.payload import conflicts
 from box_memory.errors import BoxMemoryError, BoxToolError, InvalidInput, NotFound
-from box_memory.ids import validate_team, validate_title
-from box_memory.mcp.payload import conflicts
-from box_memory.model import WorkspaceConfig, now_iso
+from box_memory.format.ids import validate_team, validate_title
+from box_memory.format.model import WorkspaceConfig, now_iso
 from box_memory.store.base import W, WorkspaceBuilders
 from box_memory.store.cloud.store import (
     CONFIG_NAME,

@@ -29,6 +29,14 @@ from typing import Any
 import orjson
 
 from box_memory import settings
+from box_memory.box.payload import (
+    LIST_FIELDS,
+    Pager,
+    conflicts,
+    listing,
+    representation_pending,
+    text_content,
+)
 from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
@@ -41,17 +49,9 @@ from box_memory.errors import (
     WorkspaceNotFound,
     WriteRefused,
 )
-from box_memory.mcp.payload import (
-    LIST_FIELDS,
-    Pager,
-    conflicts,
-    listing,
-    representation_pending,
-    text_content,
-)
-from box_memory.model import CONFIG_NAME, LOCK_NAME, WorkspaceConfig, now_iso, parse_time
+from box_memory.format.model import CONFIG_NAME, LOCK_NAME, WorkspaceConfig, now_iso, parse_time
+from box_memory.format.safeio import check_size, kind_for
 from box_memory.paths import user_dirs
-from box_memory.safeio import check_size, kind_for
 from box_memory.store.base import AlreadyExists, Entry, clean_path, join, logical_folder_paths
 from box_memory.store.cloud.cache import ContentCache
 from box_memory.store.cloud.lease import FALLBACK_LOCK_NAME, Lease
@@ -221,8 +221,8 @@ _SHARED: list[Any] = []  # the process's one MCP session, shared by every store;
 
 def open_session() -> Any:
     """The process's MCP session (opened on first use): each session start is a billed call."""
-    from box_memory.mcp.auth import TokenSource
-    from box_memory.mcp.client import BoxMCPClient, default_url
+    from box_memory.box.auth import TokenSource
+    from box_memory.box.client import BoxMCPClient, default_url
 
     url = default_url()
     if _SHARED and _SHARED[-1].is_open and _SHARED[-1].url == url:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from box_memory.box.payload import listing
 from box_memory.errors import BoxMemoryError
-from box_memory.mcp.payload import listing
-from box_memory.model import parse_time
+from box_memory.format.model import parse_time
 
 __all__ = [
     "TEMPLATE_FIELDS",
@@ -99,7 +99,7 @@ def ensure_template(box: Any, existing: dict[str, Any] | None) -> str:
 
 def metadata_fields(data: bytes) -> dict[str, Any] | None:
     """The `boxMemory` instance for a memory file's bytes (None when it is not a memory)."""
-    from box_memory import frontmatter
+    from box_memory.format import frontmatter
 
     try:
         meta, _body = frontmatter.parse(data.decode("utf-8"), "memory")

@@ -1,0 +1,1 @@
+"""The client of Box's hosted MCP server: the connection, OAuth and reading its results."""

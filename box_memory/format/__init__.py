@@ -1,0 +1,1 @@
+"""The workspace format: memories, frontmatter, ids, names, indexes and bounded reads of files."""

@@ -1,0 +1,1 @@
+"""Keeping a workspace in order: init, teams, status, index rebuild, the mcp-check service."""

@@ -1,0 +1,1 @@
+"""Recall: the query, the search ladder, the local cache and its freshness, Box AI answers."""

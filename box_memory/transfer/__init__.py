@@ -1,0 +1,1 @@
+"""Moving memories in and out: `import` from other tools, `export` to JSONL or a zip."""

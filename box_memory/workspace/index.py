@@ -1,0 +1,541 @@
+"""Per-folder `_index.json` and the workspace rollup: derived state, always rebuildable from files."""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from box_memory import settings
+from box_memory.errors import InvalidFile, NotFound, Unreadable
+from box_memory.format import frontmatter
+from box_memory.format.model import INDEX_MAPS, LIVE, Memory, index_entry, now_iso, parse_time
+from box_memory.format.safeio import OutsideWorkspace, ReadFailed, UnreadableFile
+from box_memory.store.base import Entry, join
+from box_memory.workspace.resolve import INDEX_NAME, Workspace
+
+STALE_TOLERANCE_S = 2.0
+SKIP_MD = {"README.md"}
+DUMP_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+COMPACT_ABOVE = 2000  # entries: past this an index is for machines; indentation adds ~25% bytes
+
+
+def dump_index(data: dict[str, Any]) -> bytes:
+    """Indented like the plugin's files while small enough to read; compact when large."""
+    entries = data.get("entries") or ()
+    opts = orjson.OPT_NON_STR_KEYS if len(entries) > COMPACT_ABOVE else DUMP_OPTS
+    return orjson.dumps(data, option=opts)
+
+
+_CRASH_AT = settings.crash_at()
+
+
+def crash_point(step: str) -> None:
+    """Test hook only: `BOX_MEMORY_CRASH_AT=<step>` SIGKILLs this process at that named step.
+
+    Crash-safety tests use it to stop a writer between two durable steps; unset it costs one
+    string comparison.
+    """
+    if _CRASH_AT and step == _CRASH_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _rank(e: dict[str, Any]) -> tuple[int, str]:
+    """Preference for 1:1 maps: live memories first, then the newest."""
+    return (1 if e.get("status") in LIVE else 0, str(e.get("updated_at") or ""))
+
+
+def build_maps(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """All seven maps. 1:1 maps keep the preferred entry (live, then newest) for a shared key."""
+    by_kind: dict[str, list[str]] = {}
+    by_tag: dict[str, list[str]] = {}
+    by_status: dict[str, list[str]] = {}
+    by_id: dict[str, int] = {}
+    for pos, e in enumerate(entries):
+        mid = e["id"]
+        by_id[mid] = pos
+        by_kind.setdefault(e.get("kind"), []).append(mid)  # type: ignore[arg-type]
+        by_status.setdefault(e.get("status"), []).append(mid)  # type: ignore[arg-type]
+        for t in e.get("tags") or ():
+            by_tag.setdefault(t, []).append(mid)
+    # Later assignments win: order by preference so the preferred entry is written last.
+    ranked = sorted(entries, key=_rank)
+    return {
+        "by_id": by_id,
+        "by_slug": {e["slug"]: e["id"] for e in ranked if e.get("slug")},
+        "by_wikilink": {e["title"]: e["id"] for e in ranked if e.get("title")},
+        "by_kind": by_kind,
+        "by_tag": by_tag,
+        "by_status": by_status,
+        "by_companion_for": {str(e["companion_for"]): e["id"] for e in ranked if e.get("companion_for")},
+    }
+
+
+@dataclass
+class FolderIndex:
+    folder: str  # workspace-relative, no trailing slash
+    data: dict[str, Any] = field(default_factory=dict)
+    existed: bool = True
+    _appended: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    _dirty: bool = field(default=False, repr=False)
+    _ids: tuple[list[dict[str, Any]], int, set[str]] | None = field(default=None, repr=False)
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self.data.setdefault("entries", [])
+        return entries
+
+    @property
+    def updated_at(self) -> str:
+        return str(self.data.get("updated_at") or "")
+
+    def get(self, mem_id: str) -> dict[str, Any] | None:
+        pos = (self.data.get("by_id") or {}).get(mem_id)
+        if isinstance(pos, int) and 0 <= pos < len(self.entries) and self.entries[pos].get("id") == mem_id:
+            return self.entries[pos]
+        for e in self.entries:
+            if e.get("id") == mem_id:
+                return e
+        return None
+
+    def upsert(self, entry: dict[str, Any]) -> None:
+        pos_map = (self.data.get("by_id") or {}).get(entry["id"])
+        if (
+            isinstance(pos_map, int)
+            and pos_map < len(self.entries)
+            and self.entries[pos_map].get("id") == entry["id"]
+        ):
+            pos: int | None = pos_map
+        elif not self._has_id(entry["id"]):
+            pos = None
+        else:
+            pos = next((i for i, e in enumerate(self.entries) if e.get("id") == entry["id"]), None)
+        if pos is not None:
+            self.entries[pos] = entry
+            self._dirty = True
+        else:
+            self.entries.append(entry)
+            self._appended.append(entry)
+            if self._ids is not None and self._ids[0] is self.entries:
+                self._ids[2].add(entry["id"])
+                self._ids = (self.entries, len(self.entries), self._ids[2])
+
+    def _has_id(self, mem_id: str) -> bool:
+        """Whether an entry has this id: a set built once per entries list (a batch of new
+        memories then costs no scan of every entry per write)."""
+        entries = self.entries
+        if self._ids is None or self._ids[0] is not entries or self._ids[1] != len(entries):
+            self._ids = (entries, len(entries), {str(e.get("id")) for e in entries})
+        return mem_id in self._ids[2]
+
+    def remove(self, mem_id: str) -> None:
+        self.data["entries"] = [e for e in self.entries if e.get("id") != mem_id]
+        self._dirty = True
+
+    def finalize(self, tier: str | None = None) -> None:
+        d = self.data
+        d.setdefault("version", 1)
+        d.setdefault("folder_id", None)
+        d["folder_path"] = self.folder.rstrip("/") + "/"
+        d["updated_at"] = now_iso()
+        if tier is not None:
+            d.setdefault("tier", tier)
+        d["entry_count"] = len(self.entries)
+        if not self._append_maps():
+            d.update(build_maps(self.entries))
+        self._appended = []
+        self._dirty = False
+
+    def _append_maps(self) -> bool:
+        """Extend the loaded maps for entries only appended (a plain write): no full rebuild.
+
+        Used only when the loaded maps are provably in step with the loaded entries; anything
+        else (replaced or removed entries, entries set wholesale) rebuilds every map.
+        """
+        new = self._appended
+        d = self.data
+        by_id = d.get("by_id")
+        n_old = len(self.entries) - len(new)
+        if self._dirty or not new or not isinstance(by_id, dict) or len(by_id) != n_old:
+            return False
+        if any(a is not b for a, b in zip(new, self.entries[n_old:], strict=True)):
+            return False
+        if n_old and by_id.get(self.entries[n_old - 1].get("id")) != n_old - 1:
+            return False
+        maps: dict[str, dict[str, Any]] = {}
+        for k in INDEX_MAPS:
+            m = d.get(k)
+            if not isinstance(m, dict):
+                return False
+            maps[k] = m
+        for pos, e in enumerate(new, start=n_old):
+            mid = e["id"]
+            by_id[mid] = pos
+            maps["by_kind"].setdefault(e.get("kind"), []).append(mid)  # type: ignore[arg-type]
+            maps["by_status"].setdefault(e.get("status"), []).append(mid)  # type: ignore[arg-type]
+            for t in e.get("tags") or ():
+                maps["by_tag"].setdefault(t, []).append(mid)
+            for name, key in (
+                ("by_slug", "slug"),
+                ("by_wikilink", "title"),
+                ("by_companion_for", "companion_for"),
+            ):
+                val = e.get(key)
+                if not val:
+                    continue
+                holder = maps[name].get(str(val))
+                hpos = by_id.get(holder) if holder else None
+                if hpos is None or _rank(e) >= _rank(self.entries[hpos]):
+                    maps[name][str(val)] = mid
+        return True
+
+    def to_bytes(self) -> bytes:
+        return dump_index(self.data)
+
+
+def parse_index(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise InvalidFile(
+            f"{where} is not valid JSON ({e.args[0]}); run `box-memory index-rebuild`"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
+        raise InvalidFile(f"{where} is not a box-memory index; run `box-memory index-rebuild`")
+    if any(not isinstance(e, dict) or not isinstance(e.get("id"), str) for e in data.get("entries", [])):
+        raise InvalidFile(f"{where} has malformed entries; run `box-memory index-rebuild`")
+    for ent in data.get("entries", []):
+        bad = [k for k in _TEXT_FIELDS if ent.get(k) is not None and not isinstance(ent[k], str)]
+        bad += [k for k in ("filename", "local_path") if "\x00" in str(ent.get(k) or "")]
+        tags = ent.get("tags")
+        # A scalar tag is read tolerantly (other tools write one); anything else is malformed.
+        if (
+            tags is not None
+            and not isinstance(tags, str)
+            and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags))
+        ):
+            bad.append("tags")
+        if bad:
+            raise InvalidFile(
+                f"{where}: entry {ent['id'][:40]} has {', '.join(bad)} of the wrong type; "
+                "run `box-memory index-rebuild`"
+            )
+    return data
+
+
+_TEXT_FIELDS = ("slug", "title", "kind", "status", "filename", "local_path", "team")
+
+
+def load_index(ws: Workspace, folder: str) -> FolderIndex:
+    path = join(folder, INDEX_NAME)
+    try:
+        raw = ws.store.read_bytes(path)
+    except NotFound:
+        return FolderIndex(folder, {"version": 1, "folder_path": folder + "/", "entries": []}, existed=False)
+    except (UnreadableFile, OutsideWorkspace) as e:
+        if isinstance(e, ReadFailed) or (isinstance(e, OutsideWorkspace) and e.link != path):
+            raise
+        # A folder, FIFO, device or a link (looping, or out of the workspace) where the index
+        # should be: say what repairs it.
+        raise UnreadableFile(f"{e}; run `box-memory index-rebuild` (it moves it aside)") from None
+    return FolderIndex(folder, parse_index(raw, f"{ws.describe()}/{path}"))
+
+
+def save_index(ws: Workspace, idx: FolderIndex) -> None:
+    _box_ids(ws, idx)
+    idx.finalize(str(ws.config.data.get("tier") or "unknown"))
+    file_id = ws.store.write_bytes(join(idx.folder, INDEX_NAME), idx.to_bytes())
+    if file_id and idx.data.get("folder_id") and not idx.data.get("index_file_id"):
+        idx.data["index_file_id"] = file_id  # the first upload made it: the next save records it
+
+
+def _box_ids(ws: Workspace, idx: FolderIndex) -> None:
+    """On Box, an index carries its folder's id and its own file id (format spec section 5), taken
+    from the listings this command already holds; a local workspace has neither."""
+    d = idx.data
+    if not d.get("folder_id"):
+        fid = ws.store.folder_id(idx.folder)
+        if fid is None:
+            return  # no Box ids here (a local folder)
+        d["folder_id"] = fid
+    if not d.get("index_file_id"):
+        entry = ws.store.stat(join(idx.folder, INDEX_NAME))
+        if entry is not None and entry.file_id:
+            d["index_file_id"] = entry.file_id
+
+
+def load_all(ws: Workspace, skipped: list[str] | None = None) -> list[FolderIndex]:
+    """Every folder index this user may read (a team folder it may not read is left out; with
+    `skipped`, it is named there: its folder path, or the sentence naming a link out of the
+    workspace)."""
+    out: list[FolderIndex] = []
+    for f in ws.index_folders():
+        try:
+            out.append(load_index(ws, f))
+        except Unreadable as e:
+            if skipped is not None:
+                skipped.append(str(e) if isinstance(e, OutsideWorkspace) else f + "/")
+            continue
+    return out
+
+
+LAZY_ROLLUP_BYTES = 1024 * 1024
+ROLLUP_MAX_LAG_S = 60.0
+
+
+def rollup_may_lag(ws: Workspace) -> bool:
+    """A write may leave a large rollup for a later refresh (format spec: it may lag lazily).
+
+    Only when the rollup is big (re-serialising it would dominate the write) and was refreshed
+    less than ROLLUP_MAX_LAG_S ago; readers see it is older than a child index and fall back to
+    the child indexes, and `index-rebuild` refreshes it.
+    """
+    import time
+
+    st = ws.store.stat(INDEX_NAME)
+    return st is not None and st.size > LAZY_ROLLUP_BYTES and time.time() - st.modified < ROLLUP_MAX_LAG_S
+
+
+def _exists(ws: Workspace, path: str) -> bool:
+    try:
+        return ws.store.exists(path)
+    except Unreadable:
+        return True  # there, but not for this user
+
+
+def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None) -> dict[str, Any]:
+    """Rewrite `<root>/_index.json` over every child index.
+
+    With `updated` (a write that changed those folder indexes, under the lock), the other
+    folders' entries come from the current rollup when it is at least as new as their indexes,
+    so a write reads one big JSON file instead of every child index again.
+    """
+    updated = updated or {}
+    old: dict[str, Any] = {}
+    # Nothing to reuse when every existing child index is in `updated` (index-rebuild): skip
+    # reading the big rollup.
+    if updated and any(f not in updated and _exists(ws, join(f, INDEX_NAME)) for f in ws.index_folders()):
+        try:
+            old = parse_index(ws.store.read_bytes(INDEX_NAME), INDEX_NAME)
+        except (NotFound, InvalidFile):
+            old = {}
+    old_children = {c.get("folder_path"): c for c in old.get("child_indexes") or [] if isinstance(c, dict)}
+    old_time = parse_time(old.get("updated_at"))
+    old_by_folder: dict[str, list[dict[str, Any]]] = {}
+    for e in old.get("entries") or []:
+        old_by_folder.setdefault(str(e.get("folder_path")), []).append(e)
+
+    def reusable(folder: str) -> bool:
+        # The rollup's copy of a child is current when that child's file has not changed since.
+        if old_time is None or folder + "/" not in old_children:
+            return False
+        try:
+            st = ws.store.stat(join(folder, INDEX_NAME))
+        except Unreadable:
+            return False
+        return st is not None and st.modified < old_time.timestamp()
+
+    entries: list[dict[str, Any]] = []
+    children: list[dict[str, Any]] = []
+    for folder in ws.index_folders():
+        key = folder + "/"
+        if folder in updated:
+            idx = updated[folder]
+            folder_entries = [{**e, "folder_path": key} for e in idx.entries]
+        elif reusable(folder):
+            idx = FolderIndex(folder, {k: v for k, v in old_children[key].items() if k != "folder_path"})
+            folder_entries = old_by_folder.get(key, [])
+        else:
+            try:
+                idx = load_index(ws, folder)
+            except (InvalidFile, Unreadable):
+                # A broken child index must not fail a write that is already committed: leave
+                # the rollup to lag (readers then fall back to the child indexes); index-rebuild
+                # reports and repairs it. One this user may not read (a team boundary) must not
+                # be dropped from the rollup either: the rollup lags until someone who can read
+                # every team refreshes it.
+                return {}
+            if not idx.existed:
+                continue
+            folder_entries = [{**e, "folder_path": key} for e in idx.entries]
+        children.append(
+            {
+                "folder_path": key,
+                "folder_id": idx.data.get("folder_id"),
+                "index_file_id": idx.data.get("index_file_id"),
+                "updated_at": idx.data.get("updated_at"),
+            }
+        )
+        entries.extend(folder_entries)
+    roll = {
+        "version": 1,
+        "folder_id": ws.config.folder_ids.get("root"),
+        "folder_path": "",
+        "updated_at": now_iso(),
+        "tier": ws.config.data.get("tier") or "unknown",
+        "entry_count": len(entries),
+        "entries": entries,
+        **build_maps(entries),
+        "child_indexes": children,
+    }
+    try:
+        ws.store.write_bytes(INDEX_NAME, dump_index(roll))
+    except UnreadableFile:
+        return {}  # not a regular file in its place: left to lag; index-rebuild moves it aside
+    return roll
+
+
+# --- scanning memory files ------------------------------------------------------------------
+
+
+def read_memory(ws: Workspace, path: str) -> Memory:
+    raw = ws.store.read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidFile(f"{path}: not UTF-8 text") from None
+    meta, body = frontmatter.parse(text, path)
+    return Memory.from_meta(meta, body, path)
+
+
+def is_memory_file(name: str) -> bool:
+    return name.endswith(".md") and name not in SKIP_MD and not name.startswith(".")
+
+
+def drift(
+    ws: Workspace, idx: FolderIndex, *, quick: bool = False, listing: list[Entry] | None = None
+) -> list[str]:
+    """Why this folder index may be stale (empty when it looks current).
+
+    `quick` compares only the set of file names (no per-file times): what a write needs to pick a
+    free slug and keep the index complete, at a fraction of the cost on a large folder.
+    `listing` is the folder's listing when the caller has just read it (recall's cache does).
+    """
+    reasons: list[str] = []
+    index_written = 0.0  # when this copy of the index file was written (a copy resets it)
+    if listing is not None:
+        listing = [e for e in listing if not e.is_dir and is_memory_file(e.name)]
+    elif quick:
+        listing = []  # names only: no per-file objects on a write's hot path
+    else:
+        full = ws.store.list_dir(idx.folder)
+        index_written = next((e.modified for e in full if e.name == INDEX_NAME), 0.0)
+        listing = [e for e in full if not e.is_dir and is_memory_file(e.name)]
+    if quick and not listing:
+        on_disk = {n for n in ws.store.list_names(idx.folder) if is_memory_file(n)}
+    else:
+        on_disk = {e.name for e in listing}
+    indexed = {str(e.get("filename")) for e in idx.entries}
+    # Files a rebuild could not index (unparseable, duplicate id) are recorded, not drift.
+    indexed |= {str(o.get("filename")) for o in idx.data.get("orphans") or [] if isinstance(o, dict)}
+    if on_disk - indexed:
+        reasons.append(f"{len(on_disk - indexed)} file(s) in {idx.folder}/ are not in its index")
+    if indexed - on_disk:
+        reasons.append(f"{len(indexed - on_disk)} indexed file(s) are missing from {idx.folder}/")
+    t = parse_time(idx.updated_at)
+    if t is not None and not quick:
+        # Modification times are only a first filter: a copy without them (cp -r, git clone,
+        # unzip, a fresh Box Drive sync) makes every file look newer than its index. A file counts
+        # as changed only when its content no longer gives the entry the index holds for it.
+        limit = max(t.timestamp(), index_written) + STALE_TOLERANCE_S
+        newer = [e for e in listing if e.modified > limit]
+        changed = changed_since_indexed(ws, idx, newer) if newer else []
+        if changed:
+            reasons.append(f"{len(changed)} file(s) in {idx.folder}/ changed after its index")
+    return reasons
+
+
+# Entry fields compared by `index-rebuild --check`; a field missing from the current entry (older
+# plugin indexes have no `local_path` or `superseded_by`) is not counted as a change.
+COMPARED = (
+    "filename",
+    "local_path",
+    "title",
+    "slug",
+    "kind",
+    "status",
+    "team",
+    "tags",
+    "related",
+    "companion_for",
+    "sha256",
+    "size_bytes",
+    "created_at",
+    "updated_at",
+    "superseded_by",
+    "expires_at",
+    "file_id",
+)
+
+
+def _norm(v: Any) -> Any:
+    return None if v in (None, "", []) else v
+
+
+def entry_changes(cur: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Fields that differ between an indexed entry and the one a rebuild would write."""
+    out = []
+    if cur == new:
+        return []
+    for f in COMPARED:
+        if f not in cur:
+            continue
+        if f == "file_id" and not (cur.get(f) and new.get(f)):
+            continue
+        if _norm(cur.get(f)) != _norm(new.get(f)):
+            out.append(f)
+    return out
+
+
+def changed_since_indexed(ws: Workspace, idx: FolderIndex, files: list[Entry]) -> list[str]:
+    """Names of `files` whose content no longer matches their index entry (size first, then the
+    entry a rebuild would write from the file). Files the index does not list are left out: the
+    caller counts them on their own."""
+    from box_memory.errors import BoxMemoryError
+
+    by_name = {str(e.get("filename")): e for e in idx.entries}
+    out: list[str] = []
+    for f in files:
+        cur = by_name.get(f.name)
+        if cur is None:
+            continue
+        size = cur.get("size_bytes")
+        if isinstance(size, int) and f.size and f.size != size:
+            out.append(f.name)
+            continue
+        path = join(idx.folder, f.name)
+        try:
+            raw = ws.store.read_bytes(path)
+            meta, body = frontmatter.parse(raw.decode("utf-8"), path)
+            mem = Memory.from_meta(meta, body, str(cur.get("local_path") or path))
+        except (BoxMemoryError, UnicodeDecodeError):
+            out.append(f.name)
+            continue
+        fresh = index_entry(mem, filename=f.name, file_id=cur.get("file_id"), size_bytes=len(raw))
+        if (isinstance(size, int) and len(raw) != size) or entry_changes(cur, fresh):
+            out.append(f.name)
+    return out
+
+
+def carry_over(fresh: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries rebuilt from files keep what only the old index knew: Box `file_id`, unknown keys.
+
+    A Box Drive copy of a cloud workspace has the plugin's Box ids only in `_index.json`; a local
+    rebuild must not throw them away.
+    """
+    known = {str(e.get("id")): e for e in old}
+    out = []
+    for e in fresh:
+        prev = known.get(str(e.get("id")))
+        if prev is None:
+            out.append(e)
+            continue
+        merged = {k: v for k, v in prev.items() if k not in e}
+        merged.update(e)
+        if not merged.get("file_id") and prev.get("file_id"):
+            merged["file_id"] = prev["file_id"]
+        out.append(merged)
+    return out
