@@ -684,7 +684,7 @@ def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> Res
     about the same file supersedes the memory written for the previous one, when still active.
     """
     from box_memory.errors import InvalidInput, NotFound
-    from box_memory.recall.search import lookup
+    from box_memory.recall.service import lookup
     from box_memory.write.memories import write_memory
 
     cand = store.candidate(cand_id)

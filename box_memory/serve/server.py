@@ -14,7 +14,7 @@ The workspace is chosen at start (`--workspace`, else the usual resolution from 
 directory) but resolved on the first tool call, not before: `initialize` never waits on it, and a
 missing workspace is the first tool call's error. The resolved location is cached. A local workspace
 stays open between calls while its config file is unchanged (one stat per call), and so does its
-recall cache, which every call still checks against the folders first (`recall_cache.keep_open`);
+recall cache, which every call still checks against the folders first (`recall.cache.keep_open`);
 a Box workspace is opened afresh per call, as a command would (its store keeps per-command listing
 caches, which must not outlive the call).
 
@@ -48,7 +48,8 @@ from box_memory.errors import BoxMemoryError, InvalidInput
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
 from box_memory.params import Param
-from box_memory.recall.search import BrainSearchRequest, RecallRequest
+from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.recall.query import RecallRequest
 from box_memory.result import Result, os_message
 from box_memory.store import close_cloud_sessions
 from box_memory.workspace.resolve import Workspace
@@ -146,7 +147,7 @@ ReportArgs = tool_args(ReportRequest, "ReportArgs")
 
 
 def _recall(ws: Workspace, a: _Args) -> Result:
-    from box_memory.recall.search import recall
+    from box_memory.recall.service import recall
 
     result = recall(ws, RecallRequest(**a.model_dump())).result
     if ws.config.settings.get("ai_recall_enabled") is True:  # as `box-memory recall` does
@@ -190,7 +191,7 @@ def _status(ws: Workspace, a: _Args) -> Result:
 
 
 def _brain_search(ws: Workspace, a: _Args) -> Result:
-    from box_memory.recall.search import brain_search
+    from box_memory.recall.brain_section import brain_search
 
     return brain_search(ws, BrainSearchRequest(**a.model_dump()))
 

@@ -159,7 +159,7 @@ def test_the_store_package_imports_no_layer_above_it() -> None:
     )
     services = (
         "box_memory.write.memories",
-        "box_memory.recall.search",
+        "box_memory.recall",
         "box_memory.maintenance.regenerate",
         "box_memory.write.companions",
     )
