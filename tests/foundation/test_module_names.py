@@ -141,16 +141,17 @@ def test_a_module_uses_only_public_names_of_other_modules_and_they_exist(module:
 
 def test_the_check_finds_what_it_forbids() -> None:
     """The checker itself: each kind of violation, written into a module, is found."""
-    cases = {
-        "from box_memory.recall.rank import _phrase": "imports the private box_memory.recall.rank._phrase",
-        "from box_memory.recall.rank import nothing_here": "box_memory.recall.rank.nothing_here, which does not",
-        "from box_memory.recall.gone import recall": "box_memory.recall.gone, which does not exist",
-        "from box_memory.recall import rank\nrank._weight(1, 1)": "uses the private box_memory.recall.rank._weight",
-        "import box_memory.recall.rank\nbox_memory.recall.rank._cut([], 1)": "private box_memory.recall.rank._cut",
-        "def f():\n    from box_memory.recall import query as q\n    return q.no_such": "query.no_such, which does",
-        "from box_memory import settings\ndef f(x):\n    return settings._cached": "private box_memory.settings._cached",
-    }
-    for source, said in cases.items():
+    rank = "box_memory.recall.rank"
+    cases = [
+        (f"from {rank} import _phrase", f"imports the private {rank}._phrase"),
+        (f"from {rank} import nothing_here", f"{rank}.nothing_here, which does not exist"),
+        ("from box_memory.recall.gone import recall", "box_memory.recall.gone, which does not exist"),
+        ("from box_memory.recall import rank\nrank._weight(1, 1)", f"uses the private {rank}._weight"),
+        (f"import {rank}\n{rank}._cut([], 1)", f"uses the private {rank}._cut"),
+        ("def f():\n    from box_memory.recall import query as q\n    q.nope", "query.nope, which does"),
+        ("from box_memory import settings\ndef f(x):\n    settings._x", "private box_memory.settings._x"),
+    ]
+    for source, said in cases:
         TREES["box_memory.probe"] = ast.parse(source)
         try:
             found = _problems("box_memory.probe")
