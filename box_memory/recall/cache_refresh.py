@@ -22,12 +22,7 @@ from box_memory.errors import BoxMemoryError, Unreadable
 from box_memory.format.model import entry_path
 from box_memory.format.safeio import OutsideWorkspace
 from box_memory.progress import task
-from box_memory.recall.cache_db import (
-    Todo,
-    entry_digest,
-    rollback,
-    signature,
-)
+from box_memory.recall.cache_db import Todo, entry_digest, rollback, signature
 from box_memory.recall.cache_files import FileChecks
 from box_memory.recall.unreadable import unreadable_warning
 from box_memory.store.base import join
