@@ -1,5 +1,7 @@
-"""How the Box Brain review reads text: the documents and memories it compares, their sentences
-and words, and the claims in them (quantities with their subject, `Key: value` lines).
+"""How the Box Brain review reads text: documents, memories, their sentences, words and claims.
+
+The documents and memories it compares, their sentences and words, and the claims in them
+(quantities with their subject, `Key: value` lines).
 """
 
 from __future__ import annotations

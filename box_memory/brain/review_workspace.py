@@ -1,5 +1,7 @@
-"""The Box Brain review's workspace side: the active memories it reads, and what accepting,
-editing or rejecting a candidate does (accepting writes one append-only memory).
+"""The Box Brain review's workspace side: the memories it reads; accepting, editing, rejecting.
+
+Accepting a candidate writes one append-only memory; editing changes a proposed one; rejecting
+writes nothing else.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""The emulator server: one `Emulator` owns the folder state (BoxFS), the switches, the call log
-and the valid tokens, answers MCP tool calls, and serves over uvicorn in a background thread
-(tests) or in the foreground (the CLI). Stopping and starting again reuses the same port and keeps
+"""The emulator server (`Emulator`): its state, switches, call log and tokens; MCP calls; uvicorn.
+
+One `Emulator` owns the folder state (BoxFS), the switches, the call log and the valid tokens,
+answers MCP tool calls, and serves over uvicorn in a background thread (tests) or in the
+foreground (the CLI). Stopping and starting again reuses the same port and keeps
 all state, so tests can kill the server mid-run. Its HTTP layer (auth, faults) is `asgi`'s.
 
 Guess about the real service: sessions "stateless" (default): no Mcp-Session-Id, so a restarted

@@ -1,5 +1,7 @@
-"""Box's API vocabulary as the emulator speaks it: the emulated user and enterprise, the error
-JSON, item names, listing markers, timestamps, and the record kept per file or folder.
+"""Box's API vocabulary in the emulator: user, enterprise, error JSON, names, markers, `Item`.
+
+The emulated user and enterprise, the error JSON, item names, listing markers, timestamps, and
+the record kept per file or folder.
 
 Guess about the real service (not confirmed by Box documentation): timestamps are rendered with a
 fixed -08:00 offset (Box answers in the enterprise's zone, which is usually US Pacific), at second

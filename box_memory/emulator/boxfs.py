@@ -1,5 +1,7 @@
-"""A Box-shaped view of a local folder: its Box bookkeeping (`boxstate`) and the JSON
-representations Box gives its items (reference, mini, standard, `fields` selections).
+"""A Box-shaped view of a local folder (`BoxFS`): its Box bookkeeping and Box's JSON for items.
+
+The bookkeeping is `boxstate`'s; this adds the representations Box gives its items (reference,
+mini, standard, `fields` selections).
 """
 
 from __future__ import annotations

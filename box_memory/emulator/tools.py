@@ -1,5 +1,7 @@
-"""The Box MCP tool catalogue over a BoxFS: each tool's name, description and input schema per
-spec section 2, and its handler (`read_tools`, `ai_tools`, `metadata_tools`, `write_tools`).
+"""The emulated Box MCP tool catalogue: each tool's name, description, input schema and handler.
+
+Names and arguments per spec section 2; the handlers are `read_tools`, `ai_tools`,
+`metadata_tools` and `write_tools`'s, run over a BoxFS by `run_tool`.
 """
 
 from __future__ import annotations

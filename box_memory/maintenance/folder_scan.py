@@ -1,5 +1,7 @@
-"""One folder as `index-rebuild` reads it (`scan`): every memory file parsed, what the current
-index and its Box Drive conflict copies knew merged in, orphans and duplicate ids found.
+"""One folder as `index-rebuild` reads it (`scan`): files parsed, old entries merged, orphans.
+
+Every memory file parsed, what the current index and its Box Drive conflict copies knew merged
+in, orphans and duplicate ids found.
 
 The files are the truth; an index only adds what a file cannot say about itself (the Box
 `file_id` of a Box Drive copy, keys written by other tools). Nothing is dropped: files that

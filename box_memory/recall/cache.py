@@ -1,5 +1,7 @@
-"""How a call gets at its workspace's recall cache: opened per call, or kept open by `serve`, and
-brought along with this process's own writes.
+"""Getting at a workspace's recall cache: opened per call, kept open by `serve`, updated by writes.
+
+A call opens the cache and refreshes it (`with_cache`); a long-lived process keeps it open between
+calls (`keep_open`); a write this process makes brings it along (`before_write`, `after_write`).
 
 A missing, foreign or corrupt database is rebuilt transparently; a database that cannot be opened
 at all (read-only cache dir, held lock) falls back to an in-memory one for that call.

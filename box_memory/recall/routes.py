@@ -1,6 +1,7 @@
-"""One recall over an up-to-date cache (`Search`): the direct routes - memory id, Box file id,
-`[[wikilink]]`, slug - with the supersede chain they follow, the filter listing, and the bodies
-read back for excerpts. Free text is `rank.Ladder`'s.
+"""The routes of one recall that name memories (`Search`): id, file id, wikilink, slug; filters.
+
+The direct routes - memory id, Box file id, `[[wikilink]]`, slug - with the supersede chain they
+follow, the filter listing, and the bodies read back for excerpts. Free text is `rank.Ladder`'s.
 """
 
 from __future__ import annotations

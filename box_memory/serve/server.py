@@ -1,4 +1,6 @@
-"""box-memory itself as an MCP server (`box-memory serve`), so any MCP client can use the memory.
+"""The MCP server of `box-memory serve`: the tool-call loop, the MCP wiring, the transports.
+
+box-memory itself as an MCP server, so any MCP client can use the memory.
 
 Tools: recall, get, write, companion_check, index_rebuild, status, brain_search, log, report. Each is the
 matching command's library call; its structured result mirrors the command's `--json` envelope
