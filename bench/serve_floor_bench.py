@@ -36,7 +36,7 @@ import os, sys, anyio, orjson
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
-from box_memory.serve.server import RESULT_SCHEMA
+from box_memory.serve.tools import RESULT_SCHEMA
 
 payload = orjson.loads(open(sys.argv[1], "rb").read())
 text = orjson.dumps(payload).decode()

@@ -77,7 +77,7 @@ def _bound(value: str | None, *, end: bool) -> str | None:
         return None
     import datetime as dt
 
-    from box_memory.recall.search import _date
+    from box_memory.recall.query import parse_date as _date
 
     t = dt.datetime.fromtimestamp(_date(value, end_of_day=end), dt.UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
@@ -193,7 +193,7 @@ def timeline(ws: Workspace, req: LogRequest | None = None) -> Result:
         warnings.append(f"{matched - len(shown)} older event(s) not shown (raise --limit)")
     quiet: list[str] = []
     if unreadable:
-        from box_memory.recall.cache import unreadable_warning
+        from box_memory.recall.unreadable import unreadable_warning
 
         quiet.append(unreadable_warning(unreadable))
     data = {

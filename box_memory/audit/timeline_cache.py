@@ -107,7 +107,7 @@ def read_folder(
 
 def cache_file(ws: Workspace) -> Path:
     from box_memory.paths import user_dirs
-    from box_memory.recall.cache import cache_path
+    from box_memory.recall.cache_db import cache_path
 
     return user_dirs().cache / "timeline" / Path(cache_path(ws)).name
 

@@ -12,6 +12,9 @@ Accepting writes one append-only memory with `sources: [{type: box_file, ref, ur
 conflict proposes superseding the memory it contradicts; accepting an archive candidate supersedes
 the memory with an `archived` memory that records why (nothing is ever deleted). A proposed
 candidate can be edited (title, statement) before it is accepted.
+
+This module is the pass itself (`propose` and its heuristics); `review_text` reads the text,
+`review_workspace` reads the memories and writes what a person accepts.
 """
 
 from __future__ import annotations
@@ -19,11 +22,25 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory.brain.entry import clean_name
-from box_memory.result import Result
+from box_memory.brain.review_text import (
+    EXCERPT,
+    WORD,
+    Doc,
+    Mem,
+    Quantity,
+    clipped,
+    fmt,
+    key_values,
+    overlap,
+    quantities,
+    safe_title,
+    sentences,
+    stem,
+    words,
+)
 
 REVIEW_EVERY_S = 6 * 3600
 MAX_CANDIDATES_PER_RUN = 50
@@ -34,26 +51,9 @@ _RETIRED = re.compile(
     r"|\bno longer (?:used|in use|supported|applies|apply|valid|in effect|maintained)\b",
     re.I,
 )
-MAX_MEMORIES = 5000
-EXCERPT = 240
 
-_STOP = frozenset(
-    [
-        "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
-        "be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did",
-        "do", "does", "doing", "down", "during", "each", "few", "for", "from", "had", "has", "have",
-        "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it",
-        "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on",
-        "once", "only", "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so",
-        "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
-        "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were",
-        "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you",
-        "your", "yours", "shall", "may", "might", "must", "per", "via"
-    ]
-)  # fmt: skip
+
 _NEGATIONS = frozenset({"not", "no", "never", "without", "prohibited", "forbidden", "disallowed", "banned"})
-_WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _UNCHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\[ \]\s*(.+)$")
 _LOOP_MARK = re.compile(r"\b(TODO|TBD|FIXME)\b|\bfollow[- ]?up\b|\baction items?\b|\bopen questions?\b", re.I)
 _CADENCE = re.compile(
@@ -73,191 +73,6 @@ _CORRECTION = re.compile(
     r"previously stated|instead of|supersedes|superseded by|replaces|replaced by|deprecated)\b",
     re.I,
 )
-_FACT_KEYS = frozenset(
-    [
-        "owner", "budget", "deadline", "due", "effective", "version", "status", "decision", "policy",
-        "contact", "retention", "sla", "rto", "rpo", "region", "vendor", "approver", "approved", "cost",
-        "price", "term", "renewal"
-    ]
-)  # fmt: skip
-_KEY_VALUE = re.compile(r"^\s*(?:[-*+]\s*)?\**([A-Za-z][A-Za-z ]{1,30}?)\**\s*:\s*(\S.{0,118})$")
-_QUANTITY = re.compile(
-    r"(?<![\w.])([$€£])?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*"
-    r"(%|percent|days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|seconds?|secs?|"
-    r"kb|mb|gb|tb|eur|usd|gbp|dollars?|euros?|users?|seats?|licen[cs]es?|times?|people|requests?)?\b",
-    re.I,
-)
-_UNITS = {
-    "percent": "%",
-    "day": "day",
-    "week": "week",
-    "month": "month",
-    "year": "year",
-    "hour": "hour",
-    "hr": "hour",
-    "minute": "minute",
-    "min": "minute",
-    "second": "second",
-    "sec": "second",
-    "dollar": "usd",
-    "euro": "eur",
-    "licence": "license",
-    "people": "user",
-}
-_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp"}
-_UNIT_WORDS = frozenset(
-    [
-        "percent", "day", "days", "week", "weeks", "month", "months", "year", "years", "hour", "hours",
-        "hrs", "minute", "minutes", "mins", "second", "seconds", "secs", "eur", "usd", "gbp", "dollar",
-        "dollars", "euro", "euros", "user", "users", "seat", "seats", "license", "licenses", "licence",
-        "licences", "time", "times", "people", "request", "requests"
-    ]
-)  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs
-
-
-@dataclass
-class Doc:
-    """A document the run imported (new or changed)."""
-
-    box_id: str
-    name: str
-    url: str | None
-    path: str
-    version: str | None
-    text: str
-    replaced: bool = False
-
-    def evidence(self, excerpt: str) -> dict[str, Any]:
-        return {
-            "file": self.name,
-            "box_id": self.box_id,
-            "url": self.url,
-            "path": self.path,
-            "version": self.version,
-            "excerpt": _excerpt(excerpt),
-        }
-
-
-@dataclass
-class Mem:
-    """An active workspace memory, as the review reads it."""
-
-    id: str
-    title: str
-    kind: str
-    body: str
-    sources: list[dict[str, Any]] = field(default_factory=list)
-
-    def evidence(self, excerpt: str) -> dict[str, Any]:
-        return {"memory_id": self.id, "memory_title": self.title, "excerpt": _excerpt(excerpt)}
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT else flat[: EXCERPT - 1].rstrip() + "…"
-
-
-def words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2 and not w.isdigit()}
-
-
-def sentences(text: str) -> list[str]:
-    out: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip().lstrip("#>*-+ ").strip()
-        if not line or set(line) <= set("-=*_`|#"):
-            continue
-        out.extend(s.strip() for s in _SENTENCE_SPLIT.split(line) if s.strip())
-    return out
-
-
-def safe_title(text: str, limit: int = 120) -> str:
-    """A memory title from untrusted text: one line, no path separators or '..', capped."""
-    title = clean_name(text, 1000).replace("/", "-").replace("\\", "-")
-    while ".." in title:
-        title = title.replace("..", ".")
-    title = title.strip(" .-") or "Box document"
-    if len(title) > limit:
-        title = title[: limit - 1].rstrip() + "…"
-    return title
-
-
-def _stem(name: str) -> str:
-    return name.rsplit(".", 1)[0] if "." in name[1:] else name
-
-
-# ---------------------------------------------------------------------------------------------
-# Claims (for conflicts)
-
-
-@dataclass(frozen=True)
-class Quantity:
-    subject: frozenset[str]
-    unit: str
-    value: float
-    sentence: str
-
-
-def _unit(raw: str | None, currency: str | None) -> str | None:
-    if currency:
-        return _CURRENCY.get(currency)
-    if not raw:
-        return None
-    u = raw.lower()
-    if u in _UNITS:
-        return _UNITS[u]
-    if u.endswith("s") and u[:-1] in _UNITS:
-        return _UNITS[u[:-1]]
-    return u[:-1] if u.endswith("s") and len(u) > 3 else u
-
-
-def quantities(text: str) -> list[Quantity]:
-    out: list[Quantity] = []
-    for sentence in sentences(text):
-        found = []
-        for m in _QUANTITY.finditer(sentence):
-            unit = _unit(m.group(3), m.group(1))
-            if unit is None:
-                continue
-            try:
-                value = float(m.group(2).replace(",", ""))
-            except ValueError:
-                continue
-            found.append((unit, value))
-        if not found:
-            continue
-        subject = frozenset(words(sentence) - _UNIT_WORDS)
-        for unit, value in found:
-            out.append(Quantity(subject, unit, value, sentence))
-    return out
-
-
-def key_values(text: str) -> dict[str, tuple[str, str]]:
-    """`Key: value` lines for well-known keys -> {key: (value, line)}."""
-    out: dict[str, tuple[str, str]] = {}
-    for raw in text.splitlines():
-        m = _KEY_VALUE.match(raw)
-        if not m:
-            continue
-        key = " ".join(m.group(1).lower().split())
-        if not (set(key.split()) & _FACT_KEYS):
-            continue
-        out.setdefault(key, (m.group(2).strip().strip("*").strip(), raw.strip()))
-    return out
-
-
-def _overlap(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,16 +163,16 @@ def _conflicts(
                 dq
                 for dq in doc_q
                 if dq.unit == mq.unit
-                and _overlap(dq.subject, mq.subject) >= 0.5
+                and overlap(dq.subject, mq.subject) >= 0.5
                 and len(dq.subject & mq.subject) >= 2
             ]
             if not same:
                 continue
             if any(dq.value == mq.value for dq in same):
                 continue  # the document also states the memory's value: no contradiction
-            best = max(same, key=lambda dq: _overlap(dq.subject, mq.subject))
-            why = f"{_fmt(best.value)} {best.unit} in the document, {_fmt(mq.value)} {mq.unit} in the memory"
-            found = (best.sentence, mq.sentence, why, _overlap(best.subject, mq.subject))
+            best = max(same, key=lambda dq: overlap(dq.subject, mq.subject))
+            why = f"{fmt(best.value)} {best.unit} in the document, {fmt(mq.value)} {mq.unit} in the memory"
+            found = (best.sentence, mq.sentence, why, overlap(best.subject, mq.subject))
             break
         if found is None:
             for key, (value, line) in doc_kv.items():
@@ -401,12 +216,12 @@ def _conflicts(
 def _negated(doc_sentences: list[str], mem_sentences: list[str]) -> tuple[str, str, str, float] | None:
     """The same statement with and without a negation (`is allowed` / `is not allowed`)."""
     for ds in doc_sentences:
-        d_all = set(_WORD.findall(ds.lower()))
+        d_all = set(WORD.findall(ds.lower()))
         d_words = words(ds) - _NEGATIONS
         if len(d_words) < 3:
             continue
         for ms in mem_sentences:
-            m_all = set(_WORD.findall(ms.lower()))
+            m_all = set(WORD.findall(ms.lower()))
             m_words = words(ms) - _NEGATIONS
             if len(m_words) < 3 or len(d_words & m_words) / len(d_words | m_words) < 0.6:
                 continue
@@ -434,7 +249,7 @@ def _open_loops(doc: Doc) -> list[dict[str, Any]]:
         _cand(
             "open_loop",
             doc,
-            title=f"Open loops in {_stem(doc.name)}",
+            title=f"Open loops in {stem(doc.name)}",
             statement=statement,
             rationale=f"{doc.name} has {len(items)} unresolved item(s): TODO/TBD, open boxes, follow-ups.",
             evidence=[doc.evidence(i) for i in items[:3]],
@@ -508,7 +323,7 @@ def _facts(doc: Doc) -> list[dict[str, Any]]:
             _cand(
                 "fact",
                 doc,
-                title=f"{_stem(doc.name)}: {key}",
+                title=f"{stem(doc.name)}: {key}",
                 statement=f"{key.capitalize()}: {value} (from the Box file {doc.name})",
                 rationale=f"{doc.name} states its {key} explicitly.",
                 evidence=[doc.evidence(line)],
@@ -524,7 +339,7 @@ def _facts(doc: Doc) -> list[dict[str, Any]]:
                 _cand(
                     "fact",
                     doc,
-                    title=f"{_stem(doc.name)}: {s[:80]}",
+                    title=f"{stem(doc.name)}: {s[:80]}",
                     statement=f"{s} (from the Box file {doc.name})",
                     rationale=f"{doc.name} records a decision.",
                     evidence=[doc.evidence(s)],
@@ -551,7 +366,7 @@ def _retirements(doc: Doc, related: list[Mem]) -> list[dict[str, Any]]:
                 continue
             statement = (
                 f"Archive the memory [[{mem.title}]] ({mem.id}): {doc.name} says it no longer holds: "
-                f'"{_excerpt(sentence)}"'
+                f'"{clipped(sentence)}"'
             )
             out.append(
                 _cand(
@@ -598,139 +413,3 @@ def _stale(doc: Doc, memories: list[Mem]) -> list[dict[str, Any]]:
             )
         )
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Workspace side
-
-
-def workspace_memories(ws: Any) -> list[Mem]:
-    """Active memories of a workspace (bodies read through its store; companions left out)."""
-    from box_memory.format.model import IndexEntry
-    from box_memory.workspace.index import load_all, read_memory
-
-    out: list[Mem] = []
-    for idx in load_all(ws):
-        for e in idx.entries:
-            if e.get("status") != "active" or e.get("kind") == "companion":
-                continue
-            path = IndexEntry(idx.folder, e).path
-            try:
-                mem = read_memory(ws, path)
-            except Exception:  # noqa: S112 - an unreadable memory is index-rebuild's business
-                continue
-            sources = mem.meta.get("sources") or []
-            out.append(
-                Mem(
-                    id=mem.id,
-                    title=mem.title,
-                    kind=mem.kind,
-                    body=mem.body,
-                    sources=[s for s in sources if isinstance(s, dict)] if isinstance(sources, list) else [],
-                )
-            )
-            if len(out) >= MAX_MEMORIES:
-                return out
-    return out
-
-
-def memory_request(cand: dict[str, Any], *, supersedes: str | None, team: str | None) -> Any:
-    """The WriteRequest that accepting a candidate makes (append-only; sources carry url+version)."""
-    from box_memory.write.memories import WriteRequest
-
-    lines = [cand["statement"], "", "Evidence:"]
-    for ev in cand["evidence"]:
-        if "memory_id" in ev:
-            lines.append(f'- memory {ev["memory_id"]} ({ev["memory_title"]}): "{ev["excerpt"]}"')
-        else:
-            lines.append(f'- {ev["file"]} ({ev.get("url") or ev.get("path")}): "{ev["excerpt"]}"')
-    lines += [
-        "",
-        f"Proposed by the Box Brain review ({cand['kind']}, confidence {cand['confidence']:g}): "
-        f"{cand['rationale']}",
-    ]
-    source: dict[str, Any] = {"type": "box_file", "ref": cand.get("box_id")}
-    if cand.get("url"):
-        source["url"] = cand["url"]
-    if cand.get("version"):
-        source["version"] = cand["version"]
-    kind = cand.get("memory_kind") or "note"
-    if kind not in ("decision", "fact", "task", "observation", "reference", "note"):
-        kind = "note"
-    return WriteRequest(
-        content="\n".join(lines),
-        title=cand["title"],
-        kind=kind,
-        # Accepting an archive candidate retires the memory: the superseding memory is archived.
-        status="archived" if cand["kind"] == "archive" else "active",
-        tags=["box-brain", cand["kind"].replace("_", "-")],
-        team=team,
-        supersedes=supersedes,
-        confidence=float(cand["confidence"]),
-        agent="box-memory brain review",
-        sources=[f"box_file:{cand.get('box_id')}"],
-        extra_meta={"sources": [source]},
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# accept / reject
-
-
-def accept(store: Any, cand_id: int, ws: Any, *, team: str | None = None) -> Result:
-    """Write the candidate as an append-only memory in `ws`; the candidate becomes accepted.
-
-    A conflict supersedes the memory it contradicts. Accepting a newer candidate of the same kind
-    about the same file supersedes the memory written for the previous one, when still active.
-    """
-    from box_memory.errors import InvalidInput, NotFound
-    from box_memory.recall.search import lookup
-    from box_memory.write.memories import write_memory
-
-    cand = store.candidate(cand_id)
-    if cand["status"] != "proposed":
-        raise InvalidInput(f"review candidate {cand_id} is already {cand['status']}")
-    supersedes = cand.get("supersedes")
-    if not supersedes:
-        previous = store.accepted_memory_for(cand["kind"], cand.get("box_id"), cand["source_id"])
-        if previous:
-            try:
-                links = lookup(ws, previous)[1]
-            except NotFound:
-                links = []
-            if any(link["id"] == previous and link["status"] == "active" for link in links):
-                supersedes = previous
-    written = write_memory(ws, memory_request(cand, supersedes=supersedes, team=team))
-    store.decide(cand_id, "accepted", written.data["id"])
-    return Result({"candidate": store.candidate(cand_id), "memory": written.data}, warnings=written.warnings)
-
-
-def edit(store: Any, cand_id: int, *, title: str | None = None, statement: str | None = None) -> Result:
-    """Change a proposed candidate's title and/or statement before it is accepted."""
-    from box_memory.errors import InvalidInput
-    from box_memory.format.ids import validate_title
-
-    cand = store.candidate(cand_id)
-    if cand["status"] != "proposed":
-        raise InvalidInput(
-            f"review candidate {cand_id} is already {cand['status']}; only a proposed one is edited"
-        )
-    new_title = validate_title(title) if title is not None else cand["title"]
-    new_statement = statement.strip() if statement is not None else cand["statement"]
-    if not new_statement:
-        raise InvalidInput("the statement must not be empty")
-    if len(new_statement) > 20000:
-        raise InvalidInput("the statement is longer than 20000 characters")
-    store.update_candidate(cand_id, title=new_title, statement=new_statement)
-    return Result({"candidate": store.candidate(cand_id)})
-
-
-def reject(store: Any, cand_id: int) -> Result:
-    """Mark a candidate rejected; nothing is written anywhere else (it is not proposed again)."""
-    from box_memory.errors import InvalidInput
-
-    cand = store.candidate(cand_id)
-    if cand["status"] != "proposed":
-        raise InvalidInput(f"review candidate {cand_id} is already {cand['status']}")
-    store.decide(cand_id, "rejected")
-    return Result({"candidate": store.candidate(cand_id)})

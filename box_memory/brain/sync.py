@@ -626,7 +626,9 @@ def _maybe_review(
     if last is not None and (opts.now() - last).total_seconds() < REVIEW_EVERY_S:
         return {"status": "skipped", "reason": "the last review of this source is less than 6 h old"}
     try:
-        from box_memory.brain.review import Doc, propose, workspace_memories
+        from box_memory.brain.review import propose
+        from box_memory.brain.review_text import Doc
+        from box_memory.brain.review_workspace import workspace_memories
 
         if workspace is _NO_WORKSPACE:
             workspace = _open_by_key(source.workspace)

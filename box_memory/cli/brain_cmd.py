@@ -423,7 +423,7 @@ def accept_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.review import accept
+        from box_memory.brain.review_workspace import accept
         from box_memory.workspace.resolve import open_workspace
 
         number = service.candidate_id(cand_id)
@@ -452,7 +452,7 @@ def reject_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.review import reject
+        from box_memory.brain.review_workspace import reject
 
         number = service.candidate_id(cand_id)
         with service.existing_store(f"no review candidate {number}") as store:
@@ -546,7 +546,7 @@ def review_edit_cmd(
 
     def go() -> Outcome:
         from box_memory.brain import service
-        from box_memory.brain.review import edit
+        from box_memory.brain.review_workspace import edit
 
         number = service.candidate_id(cand_id)
         with service.existing_store(f"no review candidate {number}") as store:

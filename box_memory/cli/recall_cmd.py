@@ -11,7 +11,7 @@ from box_memory.cli.common import JsonOpt, QuietOpt, VerboseOpt, WorkspaceOpt, o
 from box_memory.cli.output import Outcome, escape, run
 
 if TYPE_CHECKING:
-    from box_memory.recall.search import RecallResult
+    from box_memory.recall.service import RecallResult
 
 
 def register(app: typer.Typer) -> None:
@@ -89,7 +89,8 @@ def recall_cmd(
     def go() -> Outcome:
         from box_memory.errors import UsageProblem
         from box_memory.format.ids import is_memory_id
-        from box_memory.recall.search import RecallRequest, recall
+        from box_memory.recall.query import RecallRequest
+        from box_memory.recall.service import recall
         from box_memory.workspace.resolve import open_workspace
 
         text = query

@@ -11,6 +11,8 @@ Run it with `python -m box_memory.emulator --root DIR --port 0 --token T`, or in
 
 from __future__ import annotations
 
-from box_memory.emulator.app import DISABLED_TEXT, Emulator, Switches, ToolCall, default_state_path
+from box_memory.emulator.app import DISABLED_TEXT, Emulator, default_state_path
+from box_memory.emulator.calls import ToolCall
+from box_memory.emulator.switches import Switches
 
 __all__ = ["DISABLED_TEXT", "Emulator", "Switches", "ToolCall", "default_state_path"]

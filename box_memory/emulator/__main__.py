@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from box_memory.emulator.app import ERROR_KINDS, Emulator
+from box_memory.emulator.app import Emulator
+from box_memory.emulator.switches import ERROR_KINDS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from box_memory.emulator.boxfs import bad_request
+from box_memory.emulator.boxapi import bad_request
 
 HERE = Path(__file__).resolve().parent / "catalogues"
 NAMES = ("today", "older", "newer")

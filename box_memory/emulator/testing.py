@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from box_memory.emulator.app import DISABLED_TEXT, Emulator, ToolCall
+from box_memory.emulator.app import DISABLED_TEXT, Emulator
+from box_memory.emulator.calls import ToolCall
 
 __all__ = ["DISABLED_TEXT", "Emulator", "ToolCall", "emulator", "running_emulator"]
 

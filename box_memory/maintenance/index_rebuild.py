@@ -83,7 +83,7 @@ def index_rebuild(
     quietly: list[str] = []
     denied = report.get("permission_denied") or []
     if denied:
-        from box_memory.recall.cache import own_unreadable, unreadable_warning
+        from box_memory.recall.unreadable import own_unreadable, unreadable_warning
 
         said = unreadable_warning(denied) + " (their index entries left as they were)"
         if own_unreadable(denied):

@@ -142,7 +142,7 @@ def status(
         from box_memory.recall.cache import cache_info
 
         data["recall_cache"] = cache_info(ws)
-    from box_memory.recall.cache import UNREADABLE
+    from box_memory.recall.unreadable import UNREADABLE
 
     quiet = [w for w in quiet_warnings(data) if w.startswith(UNREADABLE)]
     loud = [w for w in quiet_warnings(data) if not w.startswith(UNREADABLE)]
@@ -151,7 +151,7 @@ def status(
 
 def quiet_warnings(d: dict[str, Any]) -> list[str]:
     """Shown with --verbose and always in --json: folders this user may not read."""
-    from box_memory.recall.cache import unreadable_warning
+    from box_memory.recall.unreadable import unreadable_warning
 
     return [unreadable_warning(d["unreadable"])] if d.get("unreadable") else []
 
@@ -195,7 +195,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
     if check_indexes:  # asked to compare indexes with their files: every folder listed anew
         ws.store.drop_listings(fresh=True)
 
-    from box_memory.recall.cache import own_unreadable
+    from box_memory.recall.unreadable import own_unreadable
 
     unreadable: list[str] = []
     indexes, problems = read_indexes(ws, unreadable)
@@ -366,7 +366,7 @@ def next_steps(data: dict[str, Any]) -> list[str]:
     comp = data.get("companions") or {}
     if check.get("stale_companions") or comp.get("stale") or comp.get("orphaned"):
         out.append("box-memory companion --stale  (then regenerate the stale companions)")
-    from box_memory.recall.cache import own_unreadable
+    from box_memory.recall.unreadable import own_unreadable
 
     denied = own_unreadable(data.get("unreadable") or [])
     if denied:

@@ -61,7 +61,7 @@ def iter_memories(
     skipped: list[str] = []
     indexes = load_all(ws, skipped)
     if skipped:
-        from box_memory.recall.cache import unreadable_warning
+        from box_memory.recall.unreadable import unreadable_warning
 
         denied = [s for s in skipped if s.endswith("/")]
         warnings += [f"{s} (not exported)" for s in skipped if not s.endswith("/")]

@@ -118,7 +118,7 @@ def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderInd
     """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
     idx = load_index(ws, folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx, quick=True)):
-        from box_memory.maintenance.regenerate import rescan_folder
+        from box_memory.maintenance.folder_scan import rescan_folder
 
         scanned = rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
         if scanned.incomplete:

@@ -759,7 +759,7 @@ class GetRequest:
 def get_memory(ws: Workspace, ref: str, *, history: bool = False) -> Result:
     """One memory read from its file, found through the recall cache (see `recall.lookup`); a
     superseded one is returned with a warning naming the current memory."""
-    from box_memory.recall.search import lookup
+    from box_memory.recall.service import lookup
 
     archive: dict[str, str] = {}
     links: list[dict[str, Any]] = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from box_memory.brain.review import Doc, Mem, propose, safe_title
+from box_memory.brain.review import propose
+from box_memory.brain.review_text import Doc, Mem, safe_title
 from box_memory.brain.sync import SyncOptions
 from box_memory.format import frontmatter
 from tests.brain.helpers import folder_id, lib_sync, put, sync

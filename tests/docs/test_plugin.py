@@ -17,7 +17,7 @@ import pytest
 import typer.main
 
 from box_memory.cli.app import app
-from box_memory.serve.server import TOOLS
+from box_memory.serve.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

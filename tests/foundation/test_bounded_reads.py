@@ -175,7 +175,7 @@ def dev_zero_mode() -> Iterator[int]:
 def test_a_recall_cache_linked_to_a_device_is_not_chmod_ed(cli, ws: Path, dev_zero_mode: int) -> None:
     """The recall cache is made owner-only; through a link, the old chmod changed the link's
     target (as root: /dev/zero itself, for every program on the machine)."""
-    from box_memory.recall.cache import cache_path
+    from box_memory.recall.cache_db import cache_path
     from box_memory.workspace.resolve import open_workspace
 
     cli.json("write", "Use Postgres", "--title", "Database", "-w", str(ws))

@@ -41,11 +41,11 @@ def test_the_package_keeps_the_contract() -> None:
         ("workspace/index.py", "from box_memory.maintenance.regenerate import rebuild", "No import cycle"),
         ("write/memories.py", "from box_memory.cli.output import Outcome", "Only the entry points"),
         ("serve/server.py", "from box_memory.cli.common import opts", "Only the entry points"),
-        ("recall/search.py", "from box_memory.store.local import LocalStore", "Only the store package"),
+        ("recall/service.py", "from box_memory.store.local import LocalStore", "Only the store package"),
         ("store/cloud/provision.py", "from box_memory.workspace.resolve import Workspace", "Each room"),
         # the Box client sits below the store and below every service
         ("box/client.py", "from box_memory.store.base import Store", "Each room"),
-        ("box/client.py", "from box_memory.recall.search import recall", "Each room"),
+        ("box/client.py", "from box_memory.recall.service import recall", "Each room"),
         # mcp-check's service sits above the store
         ("store/cloud/store.py", "from box_memory.maintenance.mcp_check import mcp_check", "Each room"),
         ("format/model.py", "from box_memory.workspace.resolve import Workspace", "Each room"),

@@ -142,7 +142,8 @@ def test_every_command_renders_through_the_one_envelope(
 def test_every_tool_renders_through_the_one_envelope(walk_ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client
 
-    from box_memory.serve.server import TOOL_RESULT_KEYS, TOOLS, MemoryServer
+    from box_memory.serve.server import MemoryServer
+    from box_memory.serve.tools import TOOL_RESULT_KEYS, TOOLS
 
     assert {t.name for t in TOOLS} == set(TOOL_ARGS)
     spy = Spy(monkeypatch)

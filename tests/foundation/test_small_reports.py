@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from box_memory.recall.search import excerpt
+from box_memory.recall.excerpt import excerpt
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "plugin_workspace"
 

@@ -155,11 +155,11 @@ def test_the_store_package_imports_no_layer_above_it() -> None:
         "box_memory.workspace.resolve",
         "box_memory.workspace.index",
         "box_memory.cli",
-        "box_memory.serve.server",
+        "box_memory.serve",
     )
     services = (
         "box_memory.write.memories",
-        "box_memory.recall.search",
+        "box_memory.recall",
         "box_memory.maintenance.regenerate",
         "box_memory.write.companions",
     )

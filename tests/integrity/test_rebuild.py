@@ -297,7 +297,7 @@ def test_folder_layout_rebuilds_companion_folders(cli, tmp_path: Path, layout: s
 
 def test_a_file_changed_after_the_unlocked_pass_is_read_again(cli, ws: Path) -> None:
     """rebuild parses before taking the lock; anything that changed since is re-read under it."""
-    from box_memory.maintenance.regenerate import Memo, scan
+    from box_memory.maintenance.folder_scan import Memo, scan
     from box_memory.workspace.resolve import open_workspace
 
     mid = _write(cli, ws, "Changing")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from box_memory.paths import user_dirs
-from box_memory.recall import cache as recall_cache
+from box_memory.recall import cache_refresh
 from box_memory.store.local import LocalStore
 from tests.recall.helpers import ids, mem_id, put, reindex
 
@@ -91,7 +91,7 @@ def test_a_replaced_body_leaves_a_dead_row_that_never_matches(ws: Path, cli) -> 
 def test_dead_rows_past_the_threshold_rebuild_the_cache(
     ws: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(recall_cache, "COMPACT_MIN", 3)
+    monkeypatch.setattr(cache_refresh, "COMPACT_MIN", 3)
     for n in range(1, 9):
         put(ws, f"Runbook {n}", f"Step {n}: restart the heron service.", n=n)
     reindex(ws)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from box_memory.recall import cache as recall_cache
+from box_memory.recall.cache_db import RACY_NS
 from tests.conftest import Cli
 from tests.recall.helpers import put, reindex
 
@@ -137,7 +138,7 @@ def test_serve_stats_no_file_while_nothing_changed_and_sees_the_next_edit(root: 
     recall_cache.keep_open()
     try:
         hits(cli, root, "canary")
-        time.sleep(recall_cache.RACY_NS / 1e9)  # past the racy window of the files just written
+        time.sleep(RACY_NS / 1e9)  # past the racy window of the files just written
         hits(cli, root, "canary")
         _, _, data = hits(cli, root, "canary")
         assert data["cache"]["kept_open"] is True and data["cache"]["stat_folders"] == 0

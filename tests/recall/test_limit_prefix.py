@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from box_memory.format.ids import slugify
-from box_memory.recall import search as recall
+from box_memory.recall import rank
 from tests.conftest import Cli
 from tests.recall.helpers import put, reindex
 
@@ -108,8 +108,8 @@ def test_limit_n_is_the_first_n_of_the_whole_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if mode == "ranged":
-        monkeypatch.setattr(recall, "SMALL", 0)
-        monkeypatch.setattr(recall, "WINDOW", 3)
+        monkeypatch.setattr(rank, "SMALL", 0)
+        monkeypatch.setattr(rank, "WINDOW", 3)
     cli = Cli()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"

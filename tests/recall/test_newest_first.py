@@ -1,5 +1,5 @@
 """Free-text scoring reads a large cache newest first, in rid ranges, and stops once nothing older
-can make the cut (`recall.Search._newest_first`). The answers must be exactly those of one run
+can make the cut (`rank.Ladder._newest_first`). The answers must be exactly those of one run
 over every entry: same memories, same order, same scores - ties included."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.recall import search as recall
+from box_memory.recall import rank
 from tests.recall.helpers import put, reindex
 
 WORDS = ["rollout", "canary", "retry", "backoff", "plan", "sso", "auth", "queue", "ledger", "cache"]
@@ -84,21 +84,21 @@ def test_reading_newest_first_answers_as_one_run_over_everything(
     corpus: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs: list[int] = []
-    real = recall.Search._newest_first
+    real = rank.Ladder._newest_first
 
-    def counted(self: recall.Search, *args: Any) -> Any:
+    def counted(self: rank.Ladder, *args: Any) -> Any:
         before = self.ranges_read
         got = real(self, *args)
         runs.append(self.ranges_read - before)
         return got
 
-    monkeypatch.setattr(recall.Search, "_newest_first", counted)
-    monkeypatch.setattr(recall, "SMALL", 10**9)  # one run over every entry
+    monkeypatch.setattr(rank.Ladder, "_newest_first", counted)
+    monkeypatch.setattr(rank, "SMALL", 10**9)  # one run over every entry
     whole = _answers(cli, corpus)
     assert set(runs) == {1}
     runs.clear()
-    monkeypatch.setattr(recall, "SMALL", 0)
-    monkeypatch.setattr(recall, "WINDOW", 4)  # ranges of 4, 6, 9, 13... entries
+    monkeypatch.setattr(rank, "SMALL", 0)
+    monkeypatch.setattr(rank, "WINDOW", 4)  # ranges of 4, 6, 9, 13... entries
     ranged = _answers(cli, corpus)
     assert ranged == whole
     assert sum(1 for h in whole if h) > 100  # the queries do find memories
@@ -110,7 +110,7 @@ def test_a_cache_of_the_previous_schema_is_rebuilt_with_rids_in_time_order(corpu
     import sqlite3
 
     from box_memory.paths import user_dirs
-    from box_memory.recall.cache import RID_SHIFT, SCHEMA_VERSION, rid_bucket, uts_below
+    from box_memory.recall.cache_db import RID_SHIFT, SCHEMA_VERSION, rid_bucket, uts_below
 
     first = cli.json("recall", "retry backoff", "-w", str(corpus))
     (path,) = user_dirs().recall_cache_dir.glob("*.sqlite3")

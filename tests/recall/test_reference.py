@@ -18,8 +18,9 @@ import pytest
 
 from box_memory.format import frontmatter
 from box_memory.format.ids import normalize_tag, slugify
-from box_memory.recall.cache import folded
-from box_memory.recall.search import COVER, LEVELS, tokens_of
+from box_memory.recall.cache_db import folded
+from box_memory.recall.query import tokens_of
+from box_memory.recall.rank import COVER, LEVELS
 from tests.recall.helpers import put, reindex
 
 # Made-up words that the Porter stemmer leaves alone (no English suffixes), so "the body holds the

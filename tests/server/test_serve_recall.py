@@ -14,7 +14,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from box_memory.serve.server import RecallArgs, in_tool_terms
+from box_memory.serve.server import in_tool_terms
+from box_memory.serve.tools import RecallArgs
 from tests.conftest import Cli
 from tests.recall.helpers import mem_id, put, reindex
 from tests.server.helpers import call, fails, serve_argv, server_env
@@ -191,7 +192,8 @@ def test_serve_sees_every_change_at_once(cli: Cli, tmp_path: Path) -> None:
 
 def test_the_tool_catalogue_is_built_once() -> None:
     """A stateless HTTP client lists the tools before every call: the schemas are not rebuilt."""
-    from box_memory.serve.server import TOOLS, MemoryServer
+    from box_memory.serve.server import MemoryServer
+    from box_memory.serve.tools import TOOLS
 
     server = MemoryServer()
 
@@ -207,7 +209,8 @@ def test_the_tool_catalogue_is_built_once() -> None:
 def test_the_sdk_gets_each_tools_input_schema_without_listing_the_catalogue() -> None:
     """Streamable HTTP checks `Mcp-Param-*` headers against the called tool's input schema before
     every call: the server hands it over directly (else the SDK runs and serializes `tools/list`)."""
-    from box_memory.serve.server import TOOLS, MemoryServer
+    from box_memory.serve.server import MemoryServer
+    from box_memory.serve.tools import TOOLS
 
     server = MemoryServer()
     low = server.build()

@@ -13,8 +13,10 @@ from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
 from box_memory.params import Param
-from box_memory.recall.search import BrainSearchRequest, RecallRequest
-from box_memory.serve.server import TOOLS, MemoryServer
+from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.recall.query import RecallRequest
+from box_memory.serve.server import MemoryServer
+from box_memory.serve.tools import TOOLS
 from box_memory.write.companions import CheckRequest
 from box_memory.write.memories import GetRequest, WriteRequest
 

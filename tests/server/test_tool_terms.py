@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from box_memory.format.model import KINDS, STATUSES, WRITABLE_STATUSES
-from box_memory.serve.server import TOOLS, MemoryServer
+from box_memory.serve.server import MemoryServer
+from box_memory.serve.tools import TOOLS
 
 
 def _enum(prop: dict) -> list[str] | None:

@@ -1,0 +1,299 @@
+"""Keeping the recall cache fresh from the workspace's indexes (`RecallCache.refresh`).
+
+Each call compares cheap signatures (the stat of every folder's `_index.json` and of the folder
+itself) with what the cache recorded; only a folder whose signature changed is re-read, and in it
+only the memory files whose index entry or file stat changed; then the memory files changed in
+place are checked (`cache_files`). A write made by this process updates the cache for the entries
+it wrote instead (`apply_write`).
+
+The per-folder staleness verdict (format spec section 5) is computed when a folder is re-read and
+kept with its signatures, so a warm call re-lists nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any, NamedTuple
+
+import orjson
+
+from box_memory.errors import BoxMemoryError, Unreadable
+from box_memory.format.model import entry_path
+from box_memory.format.safeio import OutsideWorkspace
+from box_memory.progress import task
+from box_memory.recall.cache_db import Todo, entry_digest, rollback, signature
+from box_memory.recall.cache_files import FileChecks
+from box_memory.recall.unreadable import unreadable_warning
+from box_memory.store.base import join
+from box_memory.workspace.resolve import INDEX_NAME
+
+BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
+COMPACT_MIN = 1000  # dead index rows (`cache_db`: `dead`) tolerated before a rebuild from the files
+
+
+class RecallCache(FileChecks):
+    """One open cache database for one workspace, brought up to date by `refresh`."""
+
+    def refresh(self) -> list[str]:
+        """Bring the cache up to date with the workspace; return its stale-index warnings."""
+        started = time.perf_counter()
+        self._just_read, self._racy = set(), set()
+        folders = self.ws.index_folders()
+        sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
+        self.stats.folders = len(folders)
+        rows = self._folder_rows()
+        changed = any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or bool(
+            set(rows) - set(folders)
+        )
+        if changed or self._needs_compaction():
+            db = self.conn
+            db.execute("BEGIN IMMEDIATE")
+            self._begin_rids()
+            try:
+                if self._needs_compaction():  # checked again under the write lock
+                    self._compact()
+                rows = self._folder_rows()  # another process may have refreshed meanwhile
+                plans = [
+                    plan
+                    for f in folders
+                    if rows.get(f, (None, None, None))[:2] != sigs[f]
+                    and (plan := self._plan_folder(f, sigs[f])) is not None
+                ]
+                self._insert_planned(plans)
+                for plan in plans:
+                    self._finish_folder(plan)
+                self._outside = set()
+                for f in set(rows) - set(folders):
+                    self._drop_folder(f)
+                self._count_entries()
+                db.execute("COMMIT")
+            except BaseException:
+                rollback(db)
+                raise
+            rows = self._folder_rows()
+        if self._check_files(folders, rows):
+            rows = self._folder_rows()
+        self._just_read, self._racy = set(), set()
+        drifted = self._drifted()
+        self.stats.ms = (time.perf_counter() - started) * 1000
+        warnings: list[str] = []
+        denied: list[str] = []
+        for f in folders:
+            if f in rows:
+                for w in orjson.loads(rows[f][2]):
+                    if isinstance(w, dict):
+                        denied.append(str(w.get("unreadable")))
+                    else:
+                        warnings.append(w)
+                n = drifted.get(f)
+                if n and not any(w.startswith(f"index of {f}/ may be stale") for w in warnings):
+                    warnings.append(
+                        f"index of {f}/ may be stale - run index-rebuild ({n} file(s) changed in place"
+                        " after it was written; recall searches them as they are now)"
+                    )
+        if denied:
+            warnings.append(unreadable_warning(denied))
+        return warnings
+
+    def _folder_rows(self) -> dict[str, tuple[Any, Any, str, Any]]:
+        return {
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in self.conn.execute("SELECT folder, index_sig, dir_sig, warnings, files_sig FROM folders")
+        }
+
+    def _drop_folder(self, folder: str) -> None:
+        db = self.conn
+        rids = [r[0] for r in db.execute("SELECT rid FROM entries WHERE folder = ?", (folder,))]
+        self._delete_rids(rids)
+        db.execute("DELETE FROM folders WHERE folder = ?", (folder,))
+        self.stats.removed += len(rids)
+
+    def _needs_compaction(self) -> bool:
+        dead = self.dead_count()
+        return dead > COMPACT_MIN and dead > self.entry_count() // 4
+
+    def _compact(self) -> None:
+        """Start over: empty every table (the index's dead rows with it), forget every folder's
+        signatures, so the refresh in progress re-reads the workspace into an empty cache."""
+        db = self.conn
+        db.execute("INSERT INTO fts(fts) VALUES ('delete-all')")
+        for table in ("entries", "src", "tags", "postings", "vocab", "dead", "folders"):
+            db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('dead', 0)")
+        self.stats.compacted = True
+        self._begin_rids()
+
+    def _plan_folder(self, folder: str, sigs: tuple[str | None, str | None]) -> _Plan | None:
+        """Re-read one folder's index and listing: drop the entries gone or changed and return the
+        ones to (re-)read, or None when the folder is done (one this user may not read)."""
+        from box_memory.workspace.index import FolderIndex, drift, is_memory_file, load_index
+
+        ws, db = self.ws, self.conn
+        self.stats.reread_folders += 1
+        warnings: list[Any] = []
+        try:
+            idx = load_index(ws, folder)
+            listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+        except Unreadable as e:
+            # A team folder this user may not read: skipped, never taken for an empty folder. A
+            # link out of the workspace: the same, and the warning names the link.
+            self._drop_folder(folder)
+            said: Any = f"{e} (recall skipped this folder)" if isinstance(e, OutsideWorkspace) else None
+            db.execute(
+                "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings) VALUES (?, ?, ?, ?)",
+                (folder, sigs[0], sigs[1], orjson.dumps([said or {"unreadable": folder + "/"}]).decode()),
+            )
+            return None
+        except BoxMemoryError as e:
+            warnings.append(f"{e} (recall skipped this folder)")
+            idx = FolderIndex(folder, {"entries": []}, existed=False)
+            listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+        if idx.existed:
+            reasons = drift(ws, idx, listing=listing)
+            if reasons:
+                warnings.append(f"index of {folder}/ may be stale - run index-rebuild ({'; '.join(reasons)})")
+        elif listing:
+            warnings.append(
+                f"{folder}/ has {len(listing)} memory file(s) but no {INDEX_NAME} - run index-rebuild"
+            )
+        stat_of = {e.name: f"{e.size}:{e.modified}" for e in listing}
+        old = {
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in db.execute(
+                "SELECT e.id, e.rid, s.entry_sig, s.file_sig, s.drift FROM entries e "
+                "JOIN src s ON s.rid = e.rid WHERE e.folder = ?",
+                (folder,),
+            )
+        }
+        todo: list[tuple[dict[str, Any], str, str, bytes, str | None]] = []
+        replaced: list[int] = []
+        seen: set[str] = set()
+        for ent in idx.entries:
+            mid = str(ent.get("id") or "")
+            if not mid or mid in seen:
+                continue
+            seen.add(mid)
+            sig, path = entry_digest(ent), _entry_path(folder, ent)
+            file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
+            prev = old.pop(mid, None)
+            if prev is not None and prev[1] == sig and prev[2] == file_sig:
+                if prev[3] and not self._disagrees(ent, path):
+                    # Changed in place earlier; the index written since agrees with the file now.
+                    db.execute("UPDATE src SET drift = 0 WHERE rid = ?", (prev[0],))
+                continue
+            if prev is not None:
+                replaced.append(prev[0])
+                if prev[1] == sig:  # the same index entry, another file: changed in place
+                    self._outside.add((folder, mid))
+            todo.append((ent, mid, path, sig, file_sig))
+        if todo:  # cloud: fetch just the changed files, concurrently
+            ws.store.prefetch(t[2] for t in todo)
+        self._delete_rids([v[0] for v in old.values()] + replaced)
+        self.stats.removed += len(old)
+        return _Plan(folder, ws.folder_team(folder), sigs, warnings, todo)
+
+    def _insert_planned(self, plans: list[_Plan]) -> None:
+        """Read and add every planned entry, oldest first across all folders: rids are times, so a
+        cold build's inserts are appends (folder by folder, each folder's rids would interleave
+        with the last one's, and FTS5 flushes its pending terms at every step back)."""
+        self.unreadable, self._unread, self._denied = [], [], []
+        items = [(plan.folder, plan.team, t) for plan in plans for t in plan.todo]
+        items.sort(key=lambda i: str(i[2][0].get("updated_at") or ""))  # the stamp's text: cheap
+        self.stats.reread_files += len(items)
+        if not items:
+            return
+        with task("Recall cache: reading memory files", total=len(items), unit="memories") as bar:
+            for start in range(0, len(items), BATCH):
+                self._insert(items[start : start + BATCH])
+                bar.advance(len(items[start : start + BATCH]))
+
+    def _finish_folder(self, plan: _Plan) -> None:
+        """Record a re-read folder's signatures and warnings (none kept when a file could not be
+        read: the folder is read again next time)."""
+        folder, sigs, warnings = plan.folder, plan.sigs, plan.warnings
+        warnings += [f"{msg} (recall uses its index entry only)" for f, msg in self.unreadable if f == folder]
+        unread = [msg for f, msg in self._unread if f == folder]
+        denied = [path for f, path in self._denied if f == folder]
+        if unread:
+            warnings += unread
+            sigs = (None, None)
+        if denied:
+            # Files this user may not read are left out, and the folder is read again next time
+            # (a chmod changes no signature recorded here): they show up once they can be read.
+            warnings += [{"unreadable": p} for p in denied]
+            sigs = (None, None)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings) VALUES (?, ?, ?, ?)",
+            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
+        )
+
+    def apply_write(
+        self,
+        before: dict[str, tuple[str | None, str | None]],
+        indexes: dict[str, Any],
+        touched: set[str],
+    ) -> int:
+        """Bring the cache along with a write this process has just made under the writers' lock.
+
+        `before` holds each written folder's signatures taken before the write, `indexes` the saved
+        folder indexes and `touched` the ids of the entries the write added, changed or removed. A
+        folder whose cached signatures were exactly `before` was current, so updating those
+        entries and recording the new signatures keeps it current without re-reading the folder;
+        any other folder is left for the next refresh. Returns the folders updated.
+        """
+        ws, db = self.ws, self.conn
+        done = 0
+        self.unreadable, self._unread, self._denied = [], [], []
+        db.execute("BEGIN IMMEDIATE")
+        self._begin_rids()
+        try:
+            rows = self._folder_rows()
+            for folder, idx in indexes.items():
+                if folder not in before or rows.get(folder, (None, None, None))[:2] != before[folder]:
+                    continue
+                team = ws.folder_team(folder)
+                for mid in sorted(touched):
+                    gone = [r[0] for r in db.execute(
+                        "SELECT rid FROM entries WHERE folder = ? AND id = ?", (folder, mid)
+                    )]  # fmt: skip
+                    self._delete_rids(gone)
+                    ent = idx.get(mid)
+                    if ent is None:
+                        continue
+                    path = _entry_path(folder, ent)
+                    file_sig = None
+                    if path.startswith(folder + "/"):
+                        st = ws.store.stat(path)
+                        file_sig = None if st is None else f"{st.size}:{st.modified}"  # as a listing
+                    self._insert([(folder, team, (ent, mid, path, entry_digest(ent), file_sig))])
+                    if self.unreadable or self._unread or self._denied:  # a refresh warns: leave it to one
+                        raise sqlite3.OperationalError("written memory unreadable for the recall cache")
+                sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
+                # files_sig: the folder's files are compared one by one again next time (a file
+                # another program changed before this write must not be taken for current).
+                db.execute(
+                    "UPDATE folders SET index_sig = ?, dir_sig = ?, files_sig = NULL WHERE folder = ?",
+                    (*sigs, folder),
+                )
+                done += 1
+            self._count_entries()
+            db.execute("COMMIT")
+        except BaseException:
+            rollback(db)
+            raise
+        return done
+
+
+class _Plan(NamedTuple):
+    """A folder to re-read: what `_plan_folder` found, for `_insert_planned` and `_finish_folder`."""
+
+    folder: str
+    team: str
+    sigs: tuple[str | None, str | None]
+    warnings: list[Any]
+    todo: list[Todo]
+
+
+def _entry_path(folder: str, ent: dict[str, Any]) -> str:
+    return entry_path(folder, ent)
