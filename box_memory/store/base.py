@@ -110,6 +110,11 @@ class Store(Protocol):
         backend does not report it)."""
         ...
 
+    def close(self) -> None:
+        """Release what this store holds (the cloud store: its Box session when it opened it, and
+        its listings saved for the next command); nothing on a local store. Idempotent."""
+        ...
+
 
 # --- optional capabilities: checked only through the `as_*` functions below -----------------
 

@@ -44,12 +44,25 @@ def test_both_stores_implement_every_member_of_the_port(tmp_path: Path) -> None:
     cloud = open_cloud("123")
     members = _port_members()
     assert {"read_chunks", "prefetch", "batch", "checkpoint", "listing_incomplete", "signature"} <= members
-    assert {"lock_state", "local_root", "folder_id", "drop_listings"} <= members
+    assert {"lock_state", "local_root", "folder_id", "drop_listings", "close"} <= members
     for store in (local, cloud):
         missing = sorted(m for m in members if not hasattr(type(store), m) and not hasattr(store, m))
         assert missing == [], f"{type(store).__name__} lacks {missing}"
     assert local.local_root == tmp_path
     assert cloud.local_root is None
+
+
+def test_close_releases_a_cloud_store_and_is_a_no_op_on_a_local_one(tmp_path: Path) -> None:
+    local = open_local(tmp_path)
+    local.write_bytes("a.md", b"x")
+    local.close()
+    local.close()
+    assert local.read_bytes("a.md") == b"x"  # nothing was held: the store still answers
+    cloud = open_cloud("123")
+    cloud.warnings.append("collected before close")
+    cloud.close()
+    cloud.close()
+    assert close_cloud_sessions() == []  # closed on its own: no longer among the open stores
 
 
 def test_optional_capabilities_are_offered_by_the_cloud_store_only(tmp_path: Path) -> None:
