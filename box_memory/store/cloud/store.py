@@ -238,7 +238,9 @@ class CloudStore:
 
     kind = "cloud"
 
-    def __init__(self, root_id: str, *, client: Any = None, own_client: bool = True) -> None:
+    def __init__(
+        self, root_id: str, *, client: Any = None, own_client: bool = True, cache_dir: Path | None = None
+    ) -> None:
         self.root_id = str(root_id)
         self._client = client
         self._own_client = own_client
@@ -251,7 +253,7 @@ class CloudStore:
         self._stale_ids: set[str] = set()
         self._incomplete: dict[str, str] = {}  # folder id -> why its listing may be short
         self.lock_name_used: str | None = None
-        self.cache = ContentCache(user_dirs().cache / "box" / self.root_id)
+        self.cache = ContentCache(cache_dir or user_dirs().cache / "box" / self.root_id)
         # Listings carried from an earlier command (on disk) or from before drop_listings, reused
         # while the root lists exactly as it did when they were read (listings.py).
         self._snapshot = ListingSnapshot(user_dirs().cache / "box" / self.root_id)
@@ -880,8 +882,6 @@ class CloudStore:
         """Create the file, or upload a new version of it (Box keeps the old one)."""
         path = clean_path(path)
         parent, name = _split(path)
-        if path == CONFIG_NAME:
-            data = self._complete_folder_ids(data)
         pid = self._ensure_folder(parent)
         item = self._find(self._list(pid), name)
         if item is not None and is_folder(item):
@@ -1068,25 +1068,21 @@ class CloudStore:
         self.lock_name_used = name
         cfg = self._config_data()
         if cfg and cfg.get("lock_name") != name:
-            self.write_bytes(CONFIG_NAME, WorkspaceConfig({**cfg, "lock_name": name}).to_bytes())
+            self._write_config({**cfg, "lock_name": name})
 
     # -- config bookkeeping -----------------------------------------------------------------
 
-    def _complete_folder_ids(self, data: bytes) -> bytes:
-        """Fill in `folder_ids` for the standard folders this command resolved, so later commands
-        need no listing to find them. A key that is there is kept, unless Box said its folder is
-        gone (404) and this command found the folder again by name."""
-        try:
-            cfg = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return data
-        if not isinstance(cfg, dict):
-            return data
+    def complete_config(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The config with `folder_ids` filled in for the standard folders this command resolved,
+        so later commands need no listing to find them, and the lease file's name. A key that is
+        there is kept, unless Box said its folder is gone (404) and this command found the folder
+        again by name. Returned as given when there is nothing to add."""
         ids = cfg.get("folder_ids")
         if ids is None:
             ids = {}
         if not isinstance(ids, dict):
-            return data
+            return cfg
+        cfg, ids = dict(cfg), dict(ids)
         teams = [str(t) for t in cfg.get("teams") or [] if isinstance(t, str)]
         added = False
         if self.lock_name_used and cfg.get("lock_name") != self.lock_name_used:
@@ -1105,9 +1101,13 @@ class CloudStore:
                 ids[key] = self._paths[path]
                 added = True
         if not added:
-            return data
+            return cfg
         cfg["folder_ids"] = ids
-        return WorkspaceConfig(cfg).to_bytes()
+        return cfg
+
+    def _write_config(self, cfg: dict[str, Any]) -> None:
+        """Write the workspace config from this store's own bookkeeping (lease name, tier)."""
+        self.write_bytes(CONFIG_NAME, WorkspaceConfig(self.complete_config(cfg)).to_bytes())
 
     # -- metadata (Business+ tiers) ---------------------------------------------------------
 
@@ -1179,7 +1179,7 @@ class CloudStore:
             merged["custom_metadata_templates"] = False  # templates listable, but nothing to apply them
         changed = cfg.get("tier") != tier or cfg.get("capabilities") != merged
         new = {**cfg, "tier": tier, "tier_detected_at": now_iso(), "capabilities": merged}
-        self.write_bytes(CONFIG_NAME, WorkspaceConfig(new).to_bytes())
+        self._write_config(new)
         return {"tier": tier, "previous_tier": cfg.get("tier"), "capabilities": merged, "changed": changed}
 
     def metadata_search(
