@@ -207,8 +207,8 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
     scratch = f"box-memory-check-{time.strftime('%Y%m%dT%H%M%S')}"
     path = f"{scratch}/check.md"
     first, second = b"box-memory write test: first version\n", b"box-memory write test: second version\n"
-    store = open_cloud(str(folder_id), client=box)
-    store.cache.folder = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
+    cache_dir = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
+    store = open_cloud(str(folder_id), client=box, cache_dir=cache_dir)
     steps: list[dict[str, Any]] = []
     result: dict[str, Any] = {"folder_id": str(folder_id), "scratch_folder": scratch, "steps": steps}
 
@@ -245,7 +245,7 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
     finally:
         result["warnings"] = list(store.warnings)
         store.close()
-        shutil.rmtree(store.cache.folder, ignore_errors=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
     result["verdict"] = "PASS" if steps and all(s["ok"] for s in steps) else "INCOMPATIBLE"
     return result
 

@@ -123,7 +123,10 @@ def test_nothing_outside_store_imports_a_concrete_store() -> None:
 
 
 def _is_store(node: ast.AST) -> bool:
-    """`store`, `ws.store`, `self.store`, `self.workspace.store` ..."""
+    """`store`, `ws.store`, `self.store`, `self.workspace.store` ..., also as either branch of
+    `a if c else b` (`getattr(ws.store if ws else None, ...)`)."""
+    if isinstance(node, ast.IfExp):
+        return _is_store(node.body) or _is_store(node.orelse)
     return (isinstance(node, ast.Name) and node.id == "store") or (
         isinstance(node, ast.Attribute) and node.attr == "store"
     )
