@@ -51,7 +51,7 @@ __all__ = [
     "open_local",
 ]
 
-_CLOUD = "box_memory.store.cloud.store"
+_CLOUD = "box_memory.store.cloud.state"  # where close_all and the open stores live
 
 
 def open_local(root: Path) -> Store:
