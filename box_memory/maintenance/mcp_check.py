@@ -1,7 +1,7 @@
 """`mcp-check`: reachability, auth and the catalogue; `--deep`: every tool and argument box-memory
 uses, per feature, against the live catalogue.
 
-The check is a service over the Box MCP client (mcp/client.py), which knows nothing of it.
+The check is a service over the Box MCP client (box/client.py), which knows nothing of it.
 
 Each feature is PASS (every call fits the server's inputSchema, aliases allowed), DEGRADED (an
 optional feature the server cannot serve; the report says what is lost) or INCOMPATIBLE (a
@@ -22,15 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from box_memory.box.client import (
-    OPTIONAL_TOOLS,
-    REQUIRED_TOOLS,
-    BoxMCPClient,
-    SleepFn,
-    TokenSource,
-    default_url,
-)
+from box_memory.box.base import SleepFn
+from box_memory.box.client import OPTIONAL_TOOLS, REQUIRED_TOOLS, BoxMCPClient
 from box_memory.box.schema import ALIASES, shape_args
+from box_memory.box.tokens import TokenSource
+from box_memory.box.transport import default_url
 from box_memory.errors import AuthError, BoxMemoryError, Incompatible
 from box_memory.redaction import redact
 from box_memory.result import Result

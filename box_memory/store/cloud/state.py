@@ -64,7 +64,8 @@ def close_all() -> list[str]:
 def open_session() -> Any:
     """The process's MCP session (opened on first use): each session start is a billed call."""
     from box_memory.box.auth import TokenSource
-    from box_memory.box.client import BoxMCPClient, default_url
+    from box_memory.box.client import BoxMCPClient
+    from box_memory.box.transport import default_url
 
     url = default_url()
     if _SHARED and _SHARED[-1].is_open and _SHARED[-1].url == url:
