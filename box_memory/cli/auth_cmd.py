@@ -85,12 +85,12 @@ def login_cmd(
         import re
 
         from box_memory import settings
-        from box_memory.box import auth
+        from box_memory.box import oauth
         from box_memory.errors import InvalidInput
         from box_memory.params import seconds
 
         seconds("--timeout", timeout)
-        wanted = auth.DEFAULT_SCOPES.split()
+        wanted = oauth.DEFAULT_SCOPES.split()
         for raw in scope or []:
             for name in raw.replace(",", " ").split():
                 # Box scope names: lowercase words joined by . or _ (root_readwrite, docgen.readwrite).
@@ -108,7 +108,7 @@ def login_cmd(
             sys.stderr.write(f"Open this URL to sign in to Box:\n{url}\n")
             sys.stderr.flush()
 
-        status = auth.login(
+        status = oauth.login(
             client_id,
             secret,
             port=port,
@@ -117,7 +117,7 @@ def login_cmd(
             timeout=timeout,
             on_url=show,
         )
-        res = auth.login_result(status, secret_on_command_line=client_secret is not None)
+        res = oauth.login_result(status, secret_on_command_line=client_secret is not None)
         return Outcome(res, ["Signed in to Box.", *_status_lines(res.data)[1:]])
 
     run("auth login", o, go)
@@ -156,7 +156,7 @@ def token_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.box import auth
+        from box_memory.box import oauth
         from box_memory.errors import InvalidInput
 
         if stray is not None:
@@ -169,7 +169,7 @@ def token_cmd(
             from box_memory.errors import InvalidInput
 
             raise InvalidInput(f"--expires-in must be a number of seconds above 0, got {expires_in:g}")
-        st = auth.store_token(_read_token(token_stdin), expires_in=expires_in).to_dict()
+        st = oauth.store_token(_read_token(token_stdin), expires_in=expires_in).to_dict()
         return Outcome(Result(st), ["Stored the Box access token (it cannot be refreshed; it just expires)."])
 
     run("auth token", o, go)
@@ -181,9 +181,9 @@ def status_cmd(json_: JsonOpt = False, quiet: QuietOpt = False, verbose: Verbose
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.box import auth
+        from box_memory.box import credentials
 
-        st = auth.status().to_dict()
+        st = credentials.status().to_dict()
         return Outcome(Result(st), _status_lines(st))
 
     run("auth status", o, go)
@@ -202,9 +202,9 @@ def logout_cmd(
     o = opts(json_, quiet, verbose)
 
     def go() -> Outcome:
-        from box_memory.box import auth
+        from box_memory.box import oauth
 
-        res = auth.logout(revoke=not no_revoke)
+        res = oauth.logout(revoke=not no_revoke)
         line = "Logged out of Box." if res.removed else "No stored Box credentials to remove."
         if res.revoked:
             line += f" Revoked: {', '.join(r.replace('_', ' ') for r in res.revoked)}."

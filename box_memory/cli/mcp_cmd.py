@@ -100,7 +100,7 @@ def mcp_check_cmd(
                 tokens.access_token()
             except AuthError as e:
                 raise AuthError(f"INCOMPATIBLE: {e}", code=e.code) from None
-        from box_memory.box.client import default_url
+        from box_memory.box.transport import default_url
         from box_memory.maintenance.mcp_check import mcp_check
 
         report = mcp_check(

@@ -356,9 +356,8 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
 
     def close(self) -> None:
         """End the Box session, if the workspace opened one (a local workspace holds nothing)."""
-        close = getattr(self._ws.store if self._ws else None, "close", None)
-        if close is not None:
-            close()
+        if self._ws is not None:
+            self._ws.store.close()
 
     def _archive(self, f: StoredFile) -> None:
         """A last version with status archived supersedes the file's current one."""

@@ -1,7 +1,7 @@
 """`mcp-check`: reachability, auth and the catalogue; `--deep`: every tool and argument box-memory
 uses, per feature, against the live catalogue.
 
-The check is a service over the Box MCP client (mcp/client.py), which knows nothing of it.
+The check is a service over the Box MCP client (box/client.py), which knows nothing of it.
 
 Each feature is PASS (every call fits the server's inputSchema, aliases allowed), DEGRADED (an
 optional feature the server cannot serve; the report says what is lost) or INCOMPATIBLE (a
@@ -22,15 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from box_memory.box.client import (
-    OPTIONAL_TOOLS,
-    REQUIRED_TOOLS,
-    BoxMCPClient,
-    SleepFn,
-    TokenSource,
-    default_url,
-)
+from box_memory.box.base import SleepFn
+from box_memory.box.client import OPTIONAL_TOOLS, REQUIRED_TOOLS, BoxMCPClient
 from box_memory.box.schema import ALIASES, shape_args
+from box_memory.box.tokens import TokenSource
+from box_memory.box.transport import default_url
 from box_memory.errors import AuthError, BoxMemoryError, Incompatible
 from box_memory.redaction import redact
 from box_memory.result import Result
@@ -207,8 +203,8 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
     scratch = f"box-memory-check-{time.strftime('%Y%m%dT%H%M%S')}"
     path = f"{scratch}/check.md"
     first, second = b"box-memory write test: first version\n", b"box-memory write test: second version\n"
-    store = open_cloud(str(folder_id), client=box)
-    store.cache.folder = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
+    cache_dir = Path(tempfile.mkdtemp(prefix="box-memory-check-"))  # the read-back is Box's
+    store = open_cloud(str(folder_id), client=box, cache_dir=cache_dir)
     steps: list[dict[str, Any]] = []
     result: dict[str, Any] = {"folder_id": str(folder_id), "scratch_folder": scratch, "steps": steps}
 
@@ -245,7 +241,7 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
     finally:
         result["warnings"] = list(store.warnings)
         store.close()
-        shutil.rmtree(store.cache.folder, ignore_errors=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
     result["verdict"] = "PASS" if steps and all(s["ok"] for s in steps) else "INCOMPATIBLE"
     return result
 

@@ -51,7 +51,7 @@ __all__ = [
     "open_local",
 ]
 
-_CLOUD = "box_memory.store.cloud.store"
+_CLOUD = "box_memory.store.cloud.state"  # where close_all and the open stores live
 
 
 def open_local(root: Path) -> Store:
@@ -61,14 +61,16 @@ def open_local(root: Path) -> Store:
     return LocalStore(root)
 
 
-def open_cloud(folder_id: str, *, client: Any = None) -> CloudStore:
+def open_cloud(folder_id: str, *, client: Any = None, cache_dir: Path | None = None) -> CloudStore:
     """The store of the Box folder `folder_id` (`--workspace box:<id>`). With `client`, that MCP
-    session is used and left open; otherwise the process's shared session opens on first use."""
+    session is used and left open; otherwise the process's shared session opens on first use.
+    With `cache_dir`, file text is cached there instead of the user's cache (a check that must
+    read Box, not an earlier command's copy)."""
     from box_memory.store.cloud import CloudStore, open_cloud_store
 
-    if client is None:
+    if client is None and cache_dir is None:
         return open_cloud_store(folder_id)
-    return CloudStore(str(folder_id), client=client, own_client=False)
+    return CloudStore(str(folder_id), client=client, own_client=False, cache_dir=cache_dir)
 
 
 def init_cloud_workspace(

@@ -110,6 +110,17 @@ class Store(Protocol):
         backend does not report it)."""
         ...
 
+    def complete_config(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The workspace config `cfg` (its JSON object) with what this store learned that belongs
+        in it added, for the workspace layer to write: on Box the folder ids resolved this command
+        and the lease file's name; a local store returns it as given."""
+        ...
+
+    def close(self) -> None:
+        """Release what this store holds (the cloud store: its Box session when it opened it, and
+        its listings saved for the next command); nothing on a local store. Idempotent."""
+        ...
+
 
 # --- optional capabilities: checked only through the `as_*` functions below -----------------
 

@@ -516,6 +516,12 @@ class LocalStore:
             raise AlreadyExists(f"{dst} already exists" + (f" (as {other})" if not d.exists() else ""))
         s.rename(d)
 
+    def complete_config(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        return cfg  # a folder's paths are its ids: nothing to record
+
+    def close(self) -> None:
+        pass  # a folder on this machine holds no session or handle between calls
+
     def lock_state(self) -> dict[str, Any] | None:
         """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next
         writer); None when nobody holds it."""

@@ -89,7 +89,8 @@ class Workspace:
 
     def save_config(self) -> None:
         self.config.data["updated_at"] = now_iso()
-        self.store.write_bytes(CONFIG_NAME, self.config.to_bytes())
+        data = self.store.complete_config(self.config.data)  # e.g. the Box folder ids resolved
+        self.store.write_bytes(CONFIG_NAME, WorkspaceConfig(data).to_bytes())
 
 
 def load_config(store: Store) -> WorkspaceConfig:

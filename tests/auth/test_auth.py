@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from box_memory.box import auth
+from box_memory.box import auth, credentials, oauth
 from box_memory.errors import AuthError, InvalidInput
 from box_memory.paths import user_dirs
 from tests.auth.fakeoauth import FakeBoxOAuth
@@ -46,8 +46,8 @@ class Browser:
         return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.url).query))
 
 
-def do_login(fake: FakeBoxOAuth, browser: Browser | None = None, **kw) -> auth.AuthStatus:
-    return auth.login(
+def do_login(fake: FakeBoxOAuth, browser: Browser | None = None, **kw) -> credentials.AuthStatus:
+    return oauth.login(
         fake.client_id, fake.client_secret, port=0, open_browser=False, on_url=browser or Browser(), **kw
     )
 
@@ -118,13 +118,13 @@ def test_login_happy_path(fake: FakeBoxOAuth) -> None:
 def test_login_reads_client_from_env(fake: FakeBoxOAuth, monkeypatch) -> None:
     monkeypatch.setenv("BOX_CLIENT_ID", fake.client_id)
     monkeypatch.setenv("BOX_CLIENT_SECRET", fake.client_secret)
-    st = auth.login(port=0, open_browser=False, on_url=Browser())
+    st = oauth.login(port=0, open_browser=False, on_url=Browser())
     assert st.logged_in and stored()["client_id"] == fake.client_id
 
 
 def test_login_without_client_is_a_usage_error() -> None:
     with pytest.raises(InvalidInput):
-        auth.login(port=0, open_browser=False, on_url=Browser())
+        oauth.login(port=0, open_browser=False, on_url=Browser())
 
 
 def test_state_mismatch_is_refused_without_exchange(fake: FakeBoxOAuth) -> None:
@@ -164,7 +164,7 @@ def test_login_times_out_and_frees_the_port(fake: FakeBoxOAuth) -> None:
     seen: list[str] = []
     t0 = time.monotonic()
     with pytest.raises(AuthError) as ei:
-        auth.login(
+        oauth.login(
             fake.client_id, fake.client_secret, port=0, open_browser=False, timeout=0.3, on_url=seen.append
         )
     assert ei.value.code == "auth_timeout"
@@ -183,20 +183,20 @@ def test_busy_callback_port_is_a_clear_error(fake: FakeBoxOAuth) -> None:
         s.listen()
         port = s.getsockname()[1]
         with pytest.raises(AuthError) as ei:
-            auth.login(fake.client_id, fake.client_secret, port=port, open_browser=False, timeout=1)
+            oauth.login(fake.client_id, fake.client_secret, port=port, open_browser=False, timeout=1)
     assert ei.value.code == "auth_callback_port" and str(port) in str(ei.value)
 
 
 def test_callback_server_binds_loopback_only(fake: FakeBoxOAuth, monkeypatch) -> None:
     addresses: list[tuple] = []
-    real = auth._callback_server
+    real = oauth._callback_server
 
     def spy(port, state):
         server, result = real(port, state)
         addresses.append(server.server_address)
         return server, result
 
-    monkeypatch.setattr(auth, "_callback_server", spy)
+    monkeypatch.setattr(oauth, "_callback_server", spy)
     do_login(fake)
     assert addresses and addresses[0][0] == "127.0.0.1"
 
@@ -328,27 +328,27 @@ def test_unpersisted_pair_is_never_used(fake: FakeBoxOAuth, monkeypatch) -> None
 
 
 def test_manual_token_without_refresh_expires(fake: FakeBoxOAuth) -> None:
-    st = auth.store_token("manual-token-value-1234", expires_in=3600)
+    st = oauth.store_token("manual-token-value-1234", expires_in=3600)
     assert st.logged_in and not st.has_refresh and st.source == "store"
     assert auth.TokenSource().access_token() == "manual-token-value-1234"
     with pytest.raises(AuthError) as ei:
         auth.TokenSource().refresh()
     assert_clean(ei.value, "manual-token-value-1234")
 
-    auth.store_token("expired-token-value-5678", expires_in=0)
-    assert auth.status().expired is True and not auth.status().logged_in
+    oauth.store_token("expired-token-value-5678", expires_in=0)
+    assert credentials.status().expired is True and not credentials.status().logged_in
     with pytest.raises(AuthError) as ei:
         auth.TokenSource().access_token()
     assert ei.value.code == "auth_expired"
     assert_clean(ei.value, "expired-token-value-5678")
     with pytest.raises(InvalidInput):
-        auth.store_token("two words")
+        oauth.store_token("two words")
     with pytest.raises(InvalidInput):
-        auth.store_token("")
+        oauth.store_token("")
 
 
 def test_not_logged_in(fake: FakeBoxOAuth) -> None:
-    st = auth.status()
+    st = credentials.status()
     assert not st.logged_in and st.source == "none"
     with pytest.raises(AuthError) as ei:
         auth.TokenSource().access_token()
@@ -363,7 +363,7 @@ def test_env_access_token_overrides_store(fake: FakeBoxOAuth, monkeypatch) -> No
     monkeypatch.setenv("BOX_ACCESS_TOKEN", "env-token-abcdef")
     src = auth.TokenSource()
     assert src.access_token() == "env-token-abcdef" and src.source == "env"
-    st = auth.status()
+    st = credentials.status()
     assert st.source == "env" and st.logged_in and "env-token-abcdef" not in repr(st)
     with pytest.raises(AuthError) as ei:
         src.refresh()
@@ -384,13 +384,13 @@ def test_env_access_token_needs_no_store(monkeypatch) -> None:
 def test_logout_revokes_and_deletes(fake: FakeBoxOAuth) -> None:
     do_login(fake)
     data = stored()
-    res = auth.logout()
+    res = oauth.logout()
     assert res.removed and res.warnings == []
     assert res.revoked == ["refresh_token", "access_token"]
     assert [r["token"] for r in fake.revoked] == [data["refresh_token"], data["access_token"]]
     assert all(r["client_id"] == fake.client_id for r in fake.revoked)
     assert not creds_file().exists()
-    assert auth.status().source == "none"
+    assert credentials.status().source == "none"
 
 
 def test_logout_survives_network_failure(fake: FakeBoxOAuth, monkeypatch) -> None:
@@ -399,7 +399,7 @@ def test_logout_survives_network_failure(fake: FakeBoxOAuth, monkeypatch) -> Non
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]  # nothing listens here once the socket closes
     monkeypatch.setenv("BOX_OAUTH_REVOKE_URL", f"http://127.0.0.1:{dead}/revoke")
-    res = auth.logout()
+    res = oauth.logout()
     assert res.removed and res.revoked == [] and len(res.warnings) == 2
     assert not creds_file().exists()
     text = " ".join(res.warnings)
@@ -409,9 +409,9 @@ def test_logout_survives_network_failure(fake: FakeBoxOAuth, monkeypatch) -> Non
 
 def test_logout_without_revoke_and_when_logged_out(fake: FakeBoxOAuth) -> None:
     do_login(fake)
-    res = auth.logout(revoke=False)
+    res = oauth.logout(revoke=False)
     assert res.removed and fake.revoked == []
-    assert auth.logout().removed is False
+    assert oauth.logout().removed is False
 
 
 # --------------------------------------------------------------------------- store and secrets
@@ -423,10 +423,10 @@ def test_load_tightens_file_mode_and_accepts_epoch(fake: FakeBoxOAuth) -> None:
     exp = time.time() + 7200
     path.write_text(json.dumps({"access_token": "tok-abcdef", "expires_at": exp, "scope": "root_readwrite"}))
     path.chmod(0o644)
-    creds = auth.load_credentials()
+    creds = credentials.load_credentials()
     assert creds is not None and abs(creds.expires_at - exp) < 1
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert auth.status().expires_at.endswith("Z")
+    assert credentials.status().expires_at.endswith("Z")
 
 
 def test_corrupt_store_is_a_clean_error(fake: FakeBoxOAuth) -> None:
@@ -434,14 +434,14 @@ def test_corrupt_store_is_a_clean_error(fake: FakeBoxOAuth) -> None:
     path.parent.mkdir(parents=True)
     path.write_text('{"access_token": "secret-in-a-broken-file"')
     with pytest.raises(AuthError) as ei:
-        auth.status()
+        credentials.status()
     assert ei.value.code == "credentials_unreadable"
     assert_clean(ei.value, "secret-in-a-broken-file")
-    assert auth.logout().removed  # logout still cleans it up
+    assert oauth.logout().removed  # logout still cleans it up
 
 
 def test_credentials_repr_hides_secrets() -> None:
-    c = auth.Credentials(
+    c = credentials.Credentials(
         access_token="AT-supersecret",
         refresh_token="RT-supersecret",
         client_id="abcdefgh",
@@ -457,22 +457,22 @@ def test_redact() -> None:
         'failed: {"access_token": "xyz987", "refresh_token":"rt111"} '
         "url=https://x/cb?code=c0de5&state=s Bearer abc.def-ghi and MYSECRETVALUE"
     )
-    out = auth.redact(text, "MYSECRETVALUE", None, "", "ab")
+    out = oauth.redact(text, "MYSECRETVALUE", None, "", "ab")
     for s in ("xyz987", "rt111", "c0de5", "abc.def-ghi", "MYSECRETVALUE"):
         assert s not in out
-    assert "state=s" in out and "failed" in out and "error_code=" in auth.redact("error_code=x")
+    assert "state=s" in out and "failed" in out and "error_code=" in oauth.redact("error_code=x")
 
 
 def test_fallback_lock_is_exclusive_and_takes_over_stale(tmp_path) -> None:
     path = tmp_path / "creds.lock"
-    first = auth._FileLock(path, use_flock=False)
+    first = credentials.FileLock(path, use_flock=False)
     first.acquire()
     with pytest.raises(AuthError) as ei:
-        auth._FileLock(path, timeout=0.1, use_flock=False).acquire()
+        credentials.FileLock(path, timeout=0.1, use_flock=False).acquire()
     assert ei.value.code == "auth_lock_busy"
     old = time.time() - 600
     os.utime(path, (old, old))  # holder presumed dead
-    second = auth._FileLock(path, timeout=1, use_flock=False)
+    second = credentials.FileLock(path, timeout=1, use_flock=False)
     second.acquire()
     second.release()
     assert not path.exists()
@@ -480,9 +480,9 @@ def test_fallback_lock_is_exclusive_and_takes_over_stale(tmp_path) -> None:
 
 def test_flock_is_exclusive(tmp_path) -> None:
     path = tmp_path / "creds.lock"
-    with auth._FileLock(path, use_flock=True), pytest.raises(AuthError):
-        auth._FileLock(path, timeout=0.1, use_flock=True).acquire()
-    with auth._FileLock(path, timeout=0.1, use_flock=True):
+    with credentials.FileLock(path, use_flock=True), pytest.raises(AuthError):
+        credentials.FileLock(path, timeout=0.1, use_flock=True).acquire()
+    with credentials.FileLock(path, timeout=0.1, use_flock=True):
         pass
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from box_memory.box import auth
+from box_memory.box import credentials, oauth
 
 HANG_LIMIT_S = 60  # far above a normal run (about a second); a hang fails here, not the suite
 MEMORY_LIMIT = 2 * 1024**3  # address space of the child: reading /dev/zero fails fast, not the machine
@@ -89,7 +89,7 @@ def test_credentials_linked_to_dev_zero_are_refused_without_reading_or_chmod(
     "value", ["NaN", "Infinity", "-Infinity", "1e30", "-1e30", '"1e30"', "true", '"soon"']
 )
 def test_an_expiry_that_is_no_time_is_a_damaged_file(cli, value: str) -> None:
-    path = auth.credentials_path()
+    path = credentials.credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"access_token": "tok-secret-123", "expires_at": ' + value + "}")
     env = cli.json("auth", "status", code=4)
@@ -99,7 +99,7 @@ def test_an_expiry_that_is_no_time_is_a_damaged_file(cli, value: str) -> None:
 
 
 def test_an_expiry_in_range_still_reads(cli) -> None:
-    path = auth.credentials_path()
+    path = credentials.credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     for value in (time.time() + 3600, "2999-01-01T00:00:00Z"):
         path.write_text(json.dumps({"access_token": "tok-abc", "expires_at": value}))
@@ -111,7 +111,7 @@ def test_an_expiry_in_range_still_reads(cli) -> None:
 def test_a_token_answer_with_an_absurd_expires_in_is_stored_as_unknown(expires_in: object) -> None:
     """What the token endpoint says is data: a NaN or 1e300 lifetime must not make the freshly
     rotated pair impossible to save (the old refresh token is already spent by then)."""
-    creds = auth._credentials_from_response(
+    creds = oauth.credentials_from_response(
         {"access_token": "new-access", "refresh_token": "new-refresh", "expires_in": expires_in},
         client_id="cid",
         client_secret=None,
@@ -120,8 +120,8 @@ def test_a_token_answer_with_an_absurd_expires_in_is_stored_as_unknown(expires_i
         scope=None,
     )
     assert creds.expires_at is None
-    auth.save_credentials(creds)
-    assert auth.status().logged_in
+    credentials.save_credentials(creds)
+    assert credentials.status().logged_in
 
 
 def test_auth_token_refuses_a_lifetime_it_cannot_store() -> None:
@@ -129,13 +129,13 @@ def test_auth_token_refuses_a_lifetime_it_cannot_store() -> None:
 
     for bad in (float("nan"), float("inf"), 1e300):
         with pytest.raises(InvalidInput):
-            auth.store_token("tok-abc", expires_in=bad)
-    assert not auth.credentials_path().exists()
+            oauth.store_token("tok-abc", expires_in=bad)
+    assert not credentials.credentials_path().exists()
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "0", "inf", "1e300"])
 def test_mcp_check_timeout_must_be_a_duration(cli, value: str) -> None:
-    path = auth.credentials_path()
+    path = credentials.credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"access_token": "tok-abc"}))
     env = cli.json("mcp-check", "--url", "http://127.0.0.1:9/", "--timeout", value, code=2)

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from box_memory.box import auth
+from box_memory.box import credentials
 from box_memory.emulator import Emulator
 from tests.auth.fakeoauth import FakeBoxOAuth
 from tests.cloud.conftest import TOKEN, Backend
@@ -58,7 +58,7 @@ def test_stored_token_is_used_and_never_shown(make: Any, cli: Cli, monkeypatch: 
     human = cli("auth", "status")
     for res in (out, status, human):
         assert TOKEN not in res.stdout + res.stderr
-    assert oct(auth.credentials_path().stat().st_mode & 0o777) == "0o600"
+    assert oct(credentials.credentials_path().stat().st_mode & 0o777) == "0o600"
     assert b.data("write", "with a stored token", "--title", "Stored")["slug"] == "stored"
     stray = cli("auth", "token", TOKEN)  # a token as an argument is refused without echoing it
     assert stray.exit_code == 2 and TOKEN not in stray.stdout + stray.stderr
@@ -111,13 +111,13 @@ def test_login_in_the_browser_then_logout(oauth: FakeBoxOAuth, cli: Cli) -> None
     out, err = _login_in_browser(oauth, env)
     data = json.loads(out)["data"]
     assert (data["logged_in"], data["has_refresh"], data["source"]) == (True, True, "store")
-    saved = auth.load_credentials()
+    saved = credentials.load_credentials()
     assert saved is not None and saved.access_token in oauth.access_tokens
     for secret in saved.secrets():
         assert secret and secret not in out + err
     logout = cli.json("auth", "logout")["data"]
     assert logout["removed"] is True and set(logout["revoked"]) == {"access_token", "refresh_token"}
-    assert auth.load_credentials() is None
+    assert credentials.load_credentials() is None
 
 
 def test_login_scope_is_asked_for_stored_and_shown(oauth: FakeBoxOAuth, cli: Cli) -> None:
@@ -203,6 +203,6 @@ def test_client_secret_prompt_on_a_terminal_is_hidden(oauth: FakeBoxOAuth, tmp_p
     assert secret not in seen and secret not in out_file.read_bytes()
     # The one place it is kept (cli.md: secrets live in a separate 0600 file): token refresh
     # sends it to Box.
-    stored = json.loads(auth.credentials_path().read_bytes())
-    assert oct(auth.credentials_path().stat().st_mode & 0o777) == "0o600"
+    stored = json.loads(credentials.credentials_path().read_bytes())
+    assert oct(credentials.credentials_path().stat().st_mode & 0o777) == "0o600"
     assert [k for k, v in stored.items() if oauth.client_secret in str(v)] == ["client_secret"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from box_memory.box import auth
+from box_memory.box import credentials
 from box_memory.emulator import Emulator
 from tests.auth.fakeoauth import FakeBoxOAuth
 from tests.cloud.conftest import Backend
@@ -108,8 +108,8 @@ def oauth(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBoxOAuth]:
 def _login(oauth: FakeBoxOAuth, emu: Emulator, *, expired: bool) -> dict[str, Any]:
     """Store a pair as a login would; the emulator accepts only tokens minted by a later refresh."""
     pair = oauth.issue_pair()
-    auth.save_credentials(
-        auth.Credentials(
+    credentials.save_credentials(
+        credentials.Credentials(
             access_token=pair["access_token"],
             refresh_token=pair["refresh_token"],
             expires_at=time.time() + (-60 if expired else 3600),
@@ -139,7 +139,7 @@ def test_expired_token_is_refreshed_once_and_the_rotation_persisted(
     assert res["exit_code"] == 0
     assert len(oauth.refresh_requests()) == 1
     assert oauth.refresh_requests()[0]["refresh_token"] == old["refresh_token"]
-    saved = auth.load_credentials()
+    saved = credentials.load_credentials()
     assert saved is not None
     assert saved.refresh_token != old["refresh_token"] and saved.access_token in emu.tokens
     assert oauth.refresh_tokens[old["refresh_token"]] is True  # spent: single use

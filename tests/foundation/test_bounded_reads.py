@@ -142,11 +142,11 @@ KINDS = ["fifo"]
 
 @pytest.mark.parametrize("what", KINDS)
 def test_the_tool_catalogue_cache_is_a_miss(what: str) -> None:
-    from box_memory.box import client
+    from box_memory.box import catalogue
 
     url = "http://127.0.0.1:9/"
-    special(client._catalogue_file(url), what)
-    assert within(lambda: client._read_catalogue(url, "tok")) is None
+    special(catalogue.catalogue_file(url), what)
+    assert within(lambda: catalogue.read_catalogue(url, "tok")) is None
 
 
 @pytest.mark.parametrize("what", KINDS)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from box_memory.box import auth, client
+from box_memory.box import client, credentials, oauth
 from box_memory.redaction import MARK, redact
 
 
 def test_the_client_and_oauth_share_one_redaction() -> None:
     assert client.redact is redact
-    assert auth.redact is redact
+    assert oauth.redact is redact
+    assert credentials.redact is redact
 
 
 def test_every_shape_of_secret_is_masked_on_one_line() -> None:

@@ -39,17 +39,41 @@ def _port_members() -> set[str]:
     return names | set(Store.__annotations__)
 
 
+def _implements(store: object, member: str) -> bool:
+    """The store's class (or the store) defines `member` itself: the port's own stub, inherited by
+    a class that names `Store` as its base, does not count."""
+    for klass in type(store).__mro__:
+        if klass is Store:
+            return False
+        if member in vars(klass):
+            return True
+    return member in vars(store)
+
+
 def test_both_stores_implement_every_member_of_the_port(tmp_path: Path) -> None:
     local = open_local(tmp_path)
     cloud = open_cloud("123")
     members = _port_members()
     assert {"read_chunks", "prefetch", "batch", "checkpoint", "listing_incomplete", "signature"} <= members
-    assert {"lock_state", "local_root", "folder_id", "drop_listings"} <= members
+    assert {"lock_state", "local_root", "folder_id", "drop_listings", "close", "complete_config"} <= members
     for store in (local, cloud):
-        missing = sorted(m for m in members if not hasattr(type(store), m) and not hasattr(store, m))
+        missing = sorted(m for m in members if not _implements(store, m))
         assert missing == [], f"{type(store).__name__} lacks {missing}"
     assert local.local_root == tmp_path
     assert cloud.local_root is None
+
+
+def test_close_releases_a_cloud_store_and_is_a_no_op_on_a_local_one(tmp_path: Path) -> None:
+    local = open_local(tmp_path)
+    local.write_bytes("a.md", b"x")
+    local.close()
+    local.close()
+    assert local.read_bytes("a.md") == b"x"  # nothing was held: the store still answers
+    cloud = open_cloud("123")
+    cloud.warnings.append("collected before close")
+    cloud.close()
+    cloud.close()
+    assert close_cloud_sessions() == []  # closed on its own: no longer among the open stores
 
 
 def test_optional_capabilities_are_offered_by_the_cloud_store_only(tmp_path: Path) -> None:
@@ -110,7 +134,10 @@ def test_nothing_outside_store_imports_a_concrete_store() -> None:
 
 
 def _is_store(node: ast.AST) -> bool:
-    """`store`, `ws.store`, `self.store`, `self.workspace.store` ..."""
+    """`store`, `ws.store`, `self.store`, `self.workspace.store` ..., also as either branch of
+    `a if c else b` (`getattr(ws.store if ws else None, ...)`)."""
+    if isinstance(node, ast.IfExp):
+        return _is_store(node.body) or _is_store(node.orelse)
     return (isinstance(node, ast.Name) and node.id == "store") or (
         isinstance(node, ast.Attribute) and node.attr == "store"
     )

@@ -12,16 +12,11 @@ from typing import Any
 from box_memory.box.payload import conflicts
 from box_memory.errors import BoxMemoryError, BoxToolError, InvalidInput, NotFound
 from box_memory.format.ids import validate_team, validate_title
-from box_memory.format.model import WorkspaceConfig, now_iso
+from box_memory.format.model import CONFIG_NAME, WorkspaceConfig, now_iso
 from box_memory.store.base import W, WorkspaceBuilders
-from box_memory.store.cloud.store import (
-    CONFIG_NAME,
-    CloudStore,
-    as_object,
-    is_folder,
-    logical_keys,
-    open_session,
-)
+from box_memory.store.cloud.items import as_object, is_folder, logical_keys
+from box_memory.store.cloud.state import open_session
+from box_memory.store.cloud.store import CloudStore
 from box_memory.store.cloud.tier import detect_tier, ensure_template
 
 __all__ = ["init_cloud_workspace"]
