@@ -27,14 +27,14 @@ T = TypeVar("T")
 def before_write(ws: Workspace, indexes: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
     """What `refresh` compares per folder (the stat of its index and of the folder), taken before a
     write changes anything, for `after_write`. Local workspaces only (a Box stat is a listing); an
-    index that was repaired in memory (`_dirty` before the write) changed more than the write's
+    index that was repaired in memory (`dirty` before the write) changed more than the write's
     entries and is left out."""
     if ws.store.local_root is None:
         return {}
     return {
         f: (signature(ws, join(f, INDEX_NAME)), signature(ws, f))
         for f, idx in indexes.items()
-        if not getattr(idx, "_dirty", False)
+        if not idx.dirty
     }
 
 

@@ -89,6 +89,16 @@ class FolderIndex:
         return entries
 
     @property
+    def dirty(self) -> bool:
+        """Entries were replaced or removed (or repaired on load) since the last save: the next
+        save rebuilds every map, and the index differs from its file by more than appended entries."""
+        return self._dirty
+
+    def mark_dirty(self) -> None:
+        """Entries were set wholesale (a repair): the next save rebuilds every map."""
+        self._dirty = True
+
+    @property
     def updated_at(self) -> str:
         return str(self.data.get("updated_at") or "")
 

@@ -126,7 +126,7 @@ def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderInd
                 f"index of {folder}/ not repaired: its listing may be incomplete ({scanned.incomplete})"
             )
             return idx
-        idx._dirty = True  # entries replaced wholesale: every map is rebuilt on save
+        idx.mark_dirty()  # entries replaced wholesale: every map is rebuilt on save
         warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
     return idx
 

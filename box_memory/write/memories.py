@@ -280,7 +280,7 @@ def _earlier_attempt(
     ):
         return None
     entry = idx.get(mem.id)
-    if entry is None or idx._dirty:  # missing from the index, or the index was repaired on load
+    if entry is None or idx.dirty:  # missing from the index, or the index was repaired on load
         if entry is None:
             st = ws.store.stat(path)
             name = path.rsplit("/", 1)[-1]
@@ -382,7 +382,7 @@ def _earlier_supersede(
                 )
             )
             changed[old_idx.folder] = old_idx
-        if listed is None or len(changed) > 1 or old_size is not None or idx._dirty:
+        if listed is None or len(changed) > 1 or old_size is not None or idx.dirty:
             for folder_idx in changed.values():
                 save_index(ws, folder_idx)
             if not rollup_may_lag(ws):
