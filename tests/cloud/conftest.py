@@ -20,6 +20,7 @@ import pytest
 
 from box_memory.emulator import Emulator
 from box_memory.emulator.testing import running_emulator
+from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
 from tests.conftest import Cli
 
 TOKEN = "cloud-test-token-3f9a"  # a fixture token the emulator accepts
@@ -173,3 +174,21 @@ def bk(request: pytest.FixtureRequest, make: Any) -> Backend:
     """The full suite's workspace: local, and cloud in the default answer shape."""
     backend: Backend = make(request.param)
     return backend
+
+
+@pytest.fixture
+def cloud(make: Any) -> Backend:
+    """A workspace on the cloud backend, in the default answer shape (a module overrides this to
+    seed files or set its own listing limits first)."""
+    backend: Backend = make("cloud")
+    return backend
+
+
+@pytest.fixture
+def store(cloud: Backend) -> Iterator[CloudStore]:
+    """The cloud store of the module's `cloud` workspace, opened directly (no CLI in between)."""
+    s = open_cloud_store(cloud.spec.removeprefix("box:"))
+    try:
+        yield s
+    finally:
+        close_all()

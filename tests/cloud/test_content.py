@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from box_memory.emulator import Emulator
 from box_memory.errors import ContentUnverified
 from box_memory.paths import user_dirs
-from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
+from box_memory.store.cloud import CloudStore
 from tests.cloud.conftest import Backend
 
 BODY = b"line with trailing spaces   \nsecond line\n"
@@ -31,15 +30,6 @@ def cloud(make: Any, monkeypatch: pytest.MonkeyPatch) -> Backend:
     backend: Backend = make("cloud")
     backend.put("files/note.md", BODY)  # behind the tool's back: nothing cached for it
     return backend
-
-
-@pytest.fixture
-def store(cloud: Backend) -> Iterator[CloudStore]:
-    s = open_cloud_store(cloud.spec.removeprefix("box:"))
-    try:
-        yield s
-    finally:
-        close_all()
 
 
 def _calls(emu: Emulator) -> Counter[str]:

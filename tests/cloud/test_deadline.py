@@ -21,12 +21,6 @@ from tests.cloud.conftest import Backend
 from tests.conftest import Cli
 
 
-@pytest.fixture
-def cloud(make: Any) -> Backend:
-    backend: Backend = make("cloud")
-    return backend
-
-
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 

@@ -8,13 +8,12 @@ then infer nothing from what is missing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from box_memory.emulator import Emulator
-from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
+from box_memory.store.cloud import CloudStore
 from tests.cloud.conftest import Backend
 
 
@@ -25,15 +24,6 @@ def cloud(make: Any, monkeypatch: pytest.MonkeyPatch) -> Backend:
     for n in range(8):
         backend.put(f"files/f{n}.txt", b"x\n")
     return backend
-
-
-@pytest.fixture
-def store(cloud: Backend) -> Iterator[CloudStore]:
-    s = open_cloud_store(cloud.spec.removeprefix("box:"))
-    try:
-        yield s
-    finally:
-        close_all()
 
 
 def _offsets(emu: Emulator, fid: str) -> list[int]:

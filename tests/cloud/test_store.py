@@ -9,7 +9,6 @@ import sys
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +18,10 @@ from box_memory.emulator import Emulator
 from box_memory.errors import LockBusy
 from box_memory.store import logical_folder_paths
 from box_memory.store.base import AlreadyExists
-from box_memory.store.cloud import CloudStore, close_all, open_cloud_store
+from box_memory.store.cloud import CloudStore, open_cloud_store
 from tests.cloud.conftest import TOKEN, Backend
 
 WRITE_TOOLS = {"upload_file", "upload_file_version", "create_folder", "move_file", "set_file_metadata"}
-
-
-@pytest.fixture
-def cloud(make: Any) -> Backend:
-    backend: Backend = make("cloud")
-    return backend
-
-
-@pytest.fixture
-def store(cloud: Backend) -> Iterator[CloudStore]:
-    s = open_cloud_store(cloud.spec.removeprefix("box:"))
-    try:
-        yield s
-    finally:
-        close_all()
 
 
 def _listed(emu: Emulator) -> Counter[str]:

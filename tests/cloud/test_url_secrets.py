@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -13,12 +12,6 @@ from tests.cloud.conftest import Backend
 from tests.conftest import Cli
 
 PASSWORD = "Pw-in-the-url-93kq"  # the point of the test
-
-
-@pytest.fixture
-def cloud(make: Any) -> Backend:
-    backend: Backend = make("cloud")
-    return backend
 
 
 @pytest.mark.parametrize("running", [True, False], ids=["server-up", "server-down"])

@@ -94,11 +94,6 @@ def _close_server_caches() -> Iterator[None]:
     close_held()
 
 
-@pytest.fixture
-def cloud(make):  # type: ignore[no-untyped-def]
-    return make("cloud")
-
-
 def test_cloud_index_failure_after_commit_is_a_warning_and_the_retry_is_idempotent(
     cloud, emu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
