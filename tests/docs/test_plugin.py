@@ -1,6 +1,6 @@
 """The Claude Code plugin as shipped: manifest, marketplace and MCP server entry agree with the
-files and commands that exist, the README documents the exact entry, and the real `claude` CLI
-(npm package @anthropic-ai/claude-code) validates and installs it offline."""
+files and commands that exist, docs/mcp-clients.md documents the exact entry, and the real `claude`
+CLI (npm package @anthropic-ai/claude-code) validates and installs it offline."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ from box_memory.cli.app import app
 from box_memory.serve.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-HEADING = "## Use it from Claude Code / Claude Desktop / any MCP client"
-SECTION = README.split(HEADING, 1)[1].split("\n## ", 1)[0] if HEADING in README else ""
+# The page the README sends users to for installing the plugin (the whole page is the section).
+PAGE = (ROOT / "docs" / "mcp-clients.md").read_text(encoding="utf-8")
+HEADING = "# Use it from Claude Code / Claude Desktop / any MCP client\n"
+SECTION = PAGE.split(HEADING, 1)[1] if PAGE.startswith(HEADING) else ""
 
 
 def _load(rel: str) -> dict:
@@ -56,8 +57,10 @@ def test_manifest_marketplace_and_mcp_entry_agree_with_what_exists() -> None:
     assert all(a in flags for a in server["args"][1:] if a.startswith("-"))
 
 
-def test_readme_documents_the_install_and_the_exact_entry() -> None:
-    assert SECTION.strip(), "README lacks the 'Use it from Claude Code' section"
+def test_docs_document_the_install_and_the_exact_entry() -> None:
+    assert SECTION.strip(), "docs/mcp-clients.md lacks its 'Use it from Claude Code' heading"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "](docs/mcp-clients.md)" in readme  # the README sends readers there
     blocks = re.findall(r"```json\n(.*?)```", SECTION, re.S)
     assert json.loads(blocks[0]) == _servers()
     desktop = json.loads(blocks[1])["mcpServers"]["box-memory"]
@@ -109,7 +112,7 @@ def test_claude_cli_validates_and_installs_the_plugin(tmp_path: Path) -> None:
     for target in (".", ".claude-plugin/plugin.json"):
         res = run("plugin", "validate", target)
         assert res.returncode == 0 and "Validation passed" in res.stdout, res.stdout + res.stderr
-    # The README's install lines, as written (run from the repository, as the README says).
+    # The page's install lines, as written (run from the repository, as the page says).
     for line in re.findall(r"^claude (plugin .+?)\s*(?:#.*)?$", SECTION, re.M):
         res = run(*line.split())
         assert res.returncode == 0, (line, res.stdout, res.stderr)

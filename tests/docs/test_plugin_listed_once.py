@@ -1,6 +1,6 @@
 """Claude Code lists the plugin's MCP server once, inside a clone of this repository (where a
 project `.mcp.json` would add a second, unapproved copy) and outside it alike. The real `claude`
-CLI installs the plugin as the README says, then `claude mcp list` is read in both places."""
+CLI installs the plugin as docs/mcp-clients.md says, then `claude mcp list` is read in both places."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The README's command reference matches --help, every command has --help, examples run green."""
+"""docs/cli-reference.md matches --help, every command has --help, examples run green."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,29 @@ def _reference_module():
     return mod
 
 
-def test_readme_command_reference_is_current() -> None:
+def test_cli_reference_is_current() -> None:
     mod = _reference_module()
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert mod.BEGIN in readme, "README.md lacks the generated command reference"
-    assert mod.render(readme) == readme, "README.md drifted: run `python scripts/cli_reference.py --write`"
+    assert mod.TARGET == ROOT / "docs" / "cli-reference.md"
+    page = mod.TARGET.read_text(encoding="utf-8")
+    assert mod.render() == page, "docs/cli-reference.md drifted: run `python scripts/cli_reference.py --write`"
+
+
+def test_cli_reference_has_every_command_and_its_help() -> None:
+    page = (ROOT / "docs" / "cli-reference.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^#{2,} `(box-memory [^`]+)`$", page, re.M))
+    assert headings == {" ".join(["box-memory", *p]) for p in _all_commands() if p}
+    assert page.count("Usage: box-memory ") == len(headings)
+
+
+def test_cli_reference_check_fails_on_a_stale_page(tmp_path: Path) -> None:
+    """`--check` exits 1 on a page that no longer matches the commands, 0 on the current one."""
+    mod = _reference_module()
+    stale = tmp_path / "cli-reference.md"
+    stale.write_text(mod.render().replace("Usage: box-memory recall", "Usage: box-memory recal"), "utf-8")
+    mod.TARGET = stale
+    assert mod.main(["--check"]) == 1
+    stale.write_text(mod.render(), "utf-8")
+    assert mod.main(["--check"]) == 0
 
 
 def _all_commands() -> list[list[str]]:
