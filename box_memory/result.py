@@ -13,7 +13,7 @@ from typing import Any
 
 RESULT_VERSION = 1
 
-# The keys of every envelope, in order (spec cli.md, "JSON output").
+# The keys of every envelope, in order (docs/spec/cli.md, "JSON output").
 ENVELOPE_KEYS = (
     "box_memory_result_version",
     "command",

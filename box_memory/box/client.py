@@ -90,7 +90,7 @@ READ_TOOLS = frozenset(
         "who_am_i",
     }
 )
-"""The tools brain-sync may call (its read-only allowlist, spec brain-sync.md)."""
+"""The tools brain-sync may call (its read-only allowlist, docs/spec/brain-sync.md)."""
 
 # The SDK logs transport hiccups we already turn into typed errors; without a handler Python's
 # last-resort handler would print them (with tracebacks) on a CLI's stderr.

@@ -1,4 +1,4 @@
-"""Tolerant reading of Box MCP tool results (spec box-mcp.md section 4).
+"""Tolerant reading of Box MCP tool results (docs/spec/box-mcp.md section 4).
 
 Box's MCP server is closed source and its result shapes are unconfirmed, so everything here
 accepts several plausible shapes and turns anything it cannot read into a `BoxToolError` naming

@@ -3,7 +3,7 @@
 Box's hosted catalogue has changed names over time (`prompt` -> `question` for Box AI Q&A,
 `parent_id` / `destination_parent_folder_id` for a folder's parent, `displayName` /
 `display_name` in template fields; see CONNECTORS.md for sources). box-memory writes its calls in
-one canonical vocabulary (spec box-mcp.md section 2) and maps each argument here:
+one canonical vocabulary (docs/spec/box-mcp.md section 2) and maps each argument here:
 - an argument the schema names is sent as is;
 - else the first name of its alias group that the schema names;
 - else an optional argument is dropped rather than sent (servers may reject unknown arguments),

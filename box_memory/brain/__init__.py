@@ -1,7 +1,7 @@
 """Box Brain: a bounded, read-only, incremental import of one Box folder into a private store.
 
 Box stays the source of truth; the SQLite store under the user data dir is a cache and recall
-layer (spec brain-sync.md). Modules:
+layer (docs/spec/brain-sync.md). Modules:
 
 - `settings`  per-source settings and their clamps
 - `store`     the SQLite store (sources, items, entries + FTS5, runs, review candidates)

@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 SQLITE_MAX_INT = 2**63 - 1  # the largest INTEGER (row id, LIMIT) SQLite takes; Python ints go past it
 ITEM_STATUSES = ("indexed", "metadata_only", "skipped", "deleted")
 CANDIDATE_STATUSES = ("proposed", "accepted", "rejected")
-# The item fields compared for change detection (spec brain-sync.md, "One run" step 4).
+# The item fields compared for change detection (docs/spec/brain-sync.md, "One run" step 4).
 SIGNATURE = ("etag", "version_id", "sha1", "name", "size", "path", "parent_id", "modified_at")
 
 _SCHEMA = """

@@ -47,7 +47,7 @@ SYNC_TOOLS = frozenset(
         "who_am_i",
     }
 )
-"""The only tools a sync may call (spec brain-sync.md step 1), enforced by the client."""
+"""The only tools a sync may call (docs/spec/brain-sync.md step 1), enforced by the client."""
 MAX_ITEM_DETAILS = 500
 _FOLDER_ID = re.compile(r"^\d{1,30}$")
 _NO_WORKSPACE: Any = object()  # "not opened yet": the review opens the source's workspace by key

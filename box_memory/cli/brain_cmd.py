@@ -1,4 +1,4 @@
-"""brain-sync and the `brain` group: the Box Brain from the command line (spec brain-sync.md).
+"""brain-sync and the `brain` group: the Box Brain from the command line (docs/spec/brain-sync.md).
 
 Cron friendly: one summary line per source on stdout, details in `--json`, a progress bar only on
 a terminal (rich imported only then), exit 0 for completed/partial/skipped runs.

@@ -1,4 +1,4 @@
-"""Typed views over the workspace format (`../shared/spec/workspace-format.md`).
+"""Typed views over the workspace format (`docs/format.md`).
 
 Values are kept as the dicts they were read from, so unknown keys survive a rewrite; the classes
 here validate once at the boundary and give typed access. Plain dataclasses keep `write` and
@@ -16,7 +16,7 @@ from typing import Any
 
 from box_memory.errors import InvalidFile, InvalidInput
 
-# The workspace's bookkeeping files, by name (workspace-format.md), and the prefix of the hidden
+# The workspace's bookkeeping files, by name (docs/format.md), and the prefix of the hidden
 # temp files a writer renames into place. Stores, services and the bounded reader all use these.
 CONFIG_NAME = "_box-memory.json"
 INDEX_NAME = "_index.json"

@@ -39,7 +39,7 @@ def brain_search(ws: Workspace, req: BrainSearchRequest) -> Result:
 def brain_hits(
     ws: Workspace, query: str, limit: int = BRAIN_LIMIT, filters: Filters | None = None
 ) -> list[dict[str, Any]]:
-    """The "Box Brain (source-backed)" section (brain-sync.md): imported Box documents.
+    """The "Box Brain (source-backed)" section (docs/spec/brain-sync.md): imported Box documents.
 
     At most `limit` hits, each with its Box URL, from the local brain store (sqlite3 only: no
     network import). Global for the user: every source's hits, except a source set to

@@ -1,4 +1,4 @@
-"""The `recall` entry point (cli.md, `recall`) and `lookup` (what `get` opens).
+"""The `recall` entry point (docs/spec/cli.md, `recall`) and `lookup` (what `get` opens).
 
 Reads the workspace's indexes and memory files through the local recall cache (`recall.cache`);
 never writes to the workspace and never calls the network on a local one.

@@ -744,7 +744,7 @@ def stale_report(
     return rows, len(comps), problems
 
 
-INTEGRITY_EXIT = 6  # a finding (stale, orphaned, missing), not a failure (cli.md exit codes)
+INTEGRITY_EXIT = 6  # a finding (stale, orphaned, missing), not a failure (docs/spec/cli.md exit codes)
 
 
 def stale_list(ws: Workspace, team: str | None = None) -> Result:

@@ -1,4 +1,4 @@
-"""The Box cloud store: the Store port over Box MCP tools (spec box-mcp.md), one session per command.
+"""The Box cloud store: the Store port over Box MCP tools (docs/spec/box-mcp.md), one session per command.
 
 Workspace-relative paths map to Box ids through `folder_ids` in `_box-memory.json` and folder
 listings. Each folder is listed at most once per command (with the fields box-memory needs: id,
