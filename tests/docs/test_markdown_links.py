@@ -171,8 +171,14 @@ def test_every_docs_page_is_reachable_from_the_readme() -> None:
 @pytest.mark.parametrize(
     ("heading", "anchor"),
     [
-        ("Use it from Claude Code / Claude Desktop / any MCP client", "use-it-from-claude-code--claude-desktop--any-mcp-client"),
-        ("Verified against Box's published material, and what is assumed", "verified-against-boxs-published-material-and-what-is-assumed"),
+        (
+            "Use it from Claude Code / Claude Desktop / any MCP client",
+            "use-it-from-claude-code--claude-desktop--any-mcp-client",
+        ),
+        (
+            "Verified against Box's published material, and what is assumed",
+            "verified-against-boxs-published-material-and-what-is-assumed",
+        ),
         ("5. Per-folder `_index.json`", "5-per-folder-_indexjson"),
         ("`box-memory brain-sync`", "box-memory-brain-sync"),
         ("Timeline: `log` against a structured recall", "timeline-log-against-a-structured-recall"),

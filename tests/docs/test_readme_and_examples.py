@@ -30,7 +30,8 @@ def test_cli_reference_is_current() -> None:
     mod = _reference_module()
     assert mod.TARGET == ROOT / "docs" / "cli-reference.md"
     page = mod.TARGET.read_text(encoding="utf-8")
-    assert mod.render() == page, "docs/cli-reference.md drifted: run `python scripts/cli_reference.py --write`"
+    drifted = "docs/cli-reference.md drifted: run `python scripts/cli_reference.py --write`"
+    assert mod.render() == page, drifted
 
 
 def test_cli_reference_has_every_command_and_its_help() -> None:
