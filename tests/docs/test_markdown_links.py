@@ -55,11 +55,7 @@ def slug(heading: str) -> str:
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link shows its text
     text = text.replace("`", "").replace("*", "")
     text = re.sub(r"<[^>]+>", "", text).strip().lower()
-    kept = (
-        ch
-        for ch in text
-        if ch.isalnum() or ch in "_- " or unicodedata.category(ch).startswith("M")
-    )
+    kept = (ch for ch in text if ch.isalnum() or ch in "_- " or unicodedata.category(ch).startswith("M"))
     return "".join(kept).replace(" ", "-")
 
 
