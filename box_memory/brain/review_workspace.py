@@ -50,7 +50,7 @@ def workspace_memories(ws: Any) -> list[Mem]:
 
 def memory_request(cand: dict[str, Any], *, supersedes: str | None, team: str | None) -> Any:
     """The WriteRequest that accepting a candidate makes (append-only; sources carry url+version)."""
-    from box_memory.write.memories import WriteRequest
+    from box_memory.write.prepare import WriteRequest
 
     lines = [cand["statement"], "", "Evidence:"]
     for ev in cand["evidence"]:

@@ -79,7 +79,7 @@ def companion_cmd(
 
 def _read_body(body: str | None) -> str | bytes | None:
     from box_memory.errors import InvalidInput
-    from box_memory.write.commit import MAX_CONTENT_BYTES
+    from box_memory.write.checks import MAX_CONTENT_BYTES
 
     if body != "-":
         return body
@@ -132,7 +132,7 @@ def _write(
 
 
 def _check(ws: Any, file: str, team: str | None) -> Outcome:
-    from box_memory.write.companions import check_companion
+    from box_memory.write.companion_state import check_companion
 
     result = check_companion(ws, file, team=team)
     res = result.data
@@ -150,7 +150,7 @@ def _check(ws: Any, file: str, team: str | None) -> Outcome:
 
 
 def _stale(ws: Any, team: str | None) -> Outcome:
-    from box_memory.write.companions import stale_list
+    from box_memory.write.companion_state import stale_list
 
     result = stale_list(ws, team)
     rows = result.data["stale"]

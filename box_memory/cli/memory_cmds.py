@@ -93,18 +93,16 @@ def _init_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _read_content(content: str | None) -> str | bytes:
+def _read_content(content: str | None) -> str:
+    """The argument, or stdin's bytes as text (read bounded; the write checks the text once)."""
     from box_memory.errors import InvalidInput
-    from box_memory.write.commit import MAX_CONTENT_BYTES
+    from box_memory.write.checks import MAX_CONTENT_BYTES, decode_text
 
     if content is None:
         raise InvalidInput("no content: pass it as an argument, or '-' to read stdin")
     if content != "-":
         return content
-    raw = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
-    if len(raw) > MAX_CONTENT_BYTES:
-        raise InvalidInput(f"content is larger than {MAX_CONTENT_BYTES // 1024} KiB")
-    return raw
+    return decode_text(sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1))
 
 
 def write_cmd(
@@ -148,13 +146,10 @@ def write_cmd(
 
     def go() -> Outcome:
         from box_memory.workspace.resolve import open_workspace
-        from box_memory.write.memories import WriteRequest, write_memory
+        from box_memory.write.memories import write_memory
+        from box_memory.write.prepare import WriteRequest
 
         body = _read_content(content)
-        if isinstance(body, bytes):
-            from box_memory.write.commit import check_content
-
-            body = check_content(body)
         ws = open_workspace(o.workspace)
         result = write_memory(
             ws,
@@ -203,7 +198,7 @@ def get_cmd(
 
     def go() -> Outcome:
         from box_memory.workspace.resolve import open_workspace
-        from box_memory.write.memories import get_memory
+        from box_memory.write.get import get_memory
 
         ws = open_workspace(o.workspace)
         result = get_memory(ws, ref, history=history)

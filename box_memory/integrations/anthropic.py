@@ -182,7 +182,8 @@ class BoxMemoryTool(BetaAbstractMemoryTool):
         return files
 
     def _write(self, path: str, text: str, *, supersedes: str | None = None, status: str = "active") -> str:
-        from box_memory.write.memories import WriteRequest, write_memory
+        from box_memory.write.memories import write_memory
+        from box_memory.write.prepare import WriteRequest
 
         title = title_for(path)
         extra: dict[str, Any] = {"status": status} if status != "active" else {}

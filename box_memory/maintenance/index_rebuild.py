@@ -14,7 +14,7 @@ from box_memory.maintenance.regenerate import rebuild, target_folders
 from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.workspace.resolve import Workspace
-from box_memory.write.companions import stale_companions
+from box_memory.write.companion_state import stale_companions
 
 
 @dataclass

@@ -334,7 +334,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
 def _companion_health(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
     """Stale and orphaned companions, counted on every status: cheap through the hash cache
     (a binary is hashed only when its size or mtime, or Box etag/sha1, changed since)."""
-    from box_memory.write.companions import stale_report
+    from box_memory.write.companion_state import stale_report
 
     rows, checked, problems = stale_report(ws, cached=True, indexes=indexes)
     return {

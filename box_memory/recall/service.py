@@ -79,7 +79,7 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     hits = res.data["hits"]
     if any(h["kind"] == "companion" for h in hits):
         # A companion is read as what it is: flagged when its binary changed since the pin.
-        from box_memory.write.companions import companion_states, stale_warning
+        from box_memory.write.companion_state import companion_states, stale_warning
 
         states = companion_states(ws, [h["path"] for h in hits if h["kind"] == "companion"])
         for h in hits:

@@ -24,8 +24,9 @@ from box_memory.recall.brain_section import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.result import Result
 from box_memory.workspace.resolve import Workspace
-from box_memory.write.companions import CheckRequest
-from box_memory.write.memories import GetRequest, WriteRequest
+from box_memory.write.companion_state import CheckRequest
+from box_memory.write.get import GetRequest
+from box_memory.write.prepare import WriteRequest
 
 RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -110,7 +111,7 @@ def _recall(ws: Workspace, a: ToolArgs) -> Result:
 
 
 def _get(ws: Workspace, a: ToolArgs) -> Result:
-    from box_memory.write.memories import get_memory
+    from box_memory.write.get import get_memory
 
     req = GetRequest(**a.model_dump())
     return get_memory(ws, req.ref, history=req.history)
@@ -123,7 +124,7 @@ def _write(ws: Workspace, a: ToolArgs) -> Result:
 
 
 def _companion_check(ws: Workspace, a: ToolArgs) -> Result:
-    from box_memory.write.companions import check_companion
+    from box_memory.write.companion_state import check_companion
 
     req = CheckRequest(**a.model_dump())
     return check_companion(ws, req.file, team=req.team)

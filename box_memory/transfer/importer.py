@@ -38,7 +38,8 @@ with the same digest (or, for box-memory, whose id is in the workspace) is skipp
 an import writes nothing new; an item whose ref was imported with another digest supersedes that
 memory (or the current end of its chain; one archived since is left alone). No file is read
 through a symbolic link that leads out of the source, and a source inside the workspace is
-refused. Writes go through `memories.prepare_write` / `memories.write_many`: the same
+refused. Each item is prepared as `box-memory write` prepares one (`write.prepare`), and the
+memories and companions go in as one batch of the one locked commit (`write.commit`): the same
 validation, lock and index updates as `box-memory write`.
 """
 
@@ -788,7 +789,7 @@ def read_box_memory(path: Path) -> Iterator[SourceItem]:
             yield SourceItem(mem_id, error="record has no body")
             continue
         if fm.get("kind") == "companion":
-            # Written back as a companion (`_write_companions`), next to where its binary belongs.
+            # Written back as a companion (`ImportedCompanion`), next to where its binary belongs.
             yield SourceItem(
                 mem_id,
                 title=str(fm.get("title") or ""),
@@ -1016,7 +1017,7 @@ def existing_keys(ws: Workspace, folders: list[str]) -> Known:
 def _request(
     item: SourceItem, fmt: str, team: str | None, imported_at: str, replaced_here: bool = False
 ) -> Any:
-    from box_memory.write.memories import WriteRequest
+    from box_memory.write.prepare import WriteRequest
 
     source: dict[str, Any] = {"type": fmt, "ref": item.ref, "digest": item.digest, "imported_at": imported_at}
     extra: dict[str, Any] = {}
@@ -1135,7 +1136,8 @@ def run_import(
     """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch.
     An item whose source ref an earlier import wrote, but whose bytes changed since, supersedes
     that memory (or the current end of its chain)."""
-    from box_memory.write.memories import infer_kind, prepare_write, write_many
+    from box_memory.write.checks import infer_kind
+    from box_memory.write.prepare import prepare_write
 
     source = source.expanduser().absolute()
     fmt = FORMAT_ALIASES.get(fmt, fmt) if fmt is not None else None
@@ -1233,28 +1235,42 @@ def run_import(
         ]  # fmt: skip
         return report
 
-    from box_memory.progress import task
+    _commit_import(ws, planned, placed, report)
+    return report
 
+
+def _commit_import(
+    ws: Workspace, planned: list[Planned], placed: list[PlacedCompanion], report: ImportReport
+) -> None:
+    """The planned memories, then the exported companions, as one batch of the one locked commit
+    (`write.commit`): an item's error skips only that item and is reported with its source ref."""
+    from box_memory.progress import task
+    from box_memory.write.commit import commit
+    from box_memory.write.memories import MemoryPlacement
+
+    if not planned and not placed:
+        return
+    placements: list[Any] = [MemoryPlacement(pl.prepared) for pl in planned]
+    placements += [ImportedCompanion(c) for c in placed]
     bar = task("Importing", len(planned), "memories")  # drawn on a terminal only (box_memory.progress)
 
     def on_item(i: int, res: dict[str, Any] | None, err: BoxMemoryError | None) -> None:
-        pl = planned[i]
+        item = planned[i].item if i < len(planned) else placed[i - len(planned)].item
         if err is not None:
-            report.errors.append({"ref": pl.item.ref, "reason": str(err)})
+            report.errors.append({"ref": item.ref, "reason": str(err)})
         elif res is not None:
-            row = {"ref": pl.item.ref, "id": res["id"], "title": res["title"], "kind": res["kind"],
+            row = {"ref": item.ref, "id": res["id"], "title": res["title"], "kind": res["kind"],
                    "file": res["file"]}  # fmt: skip
-            if pl.item.supersedes and not pl.item.keep_id:
-                row["supersedes"] = pl.item.supersedes  # the source item changed since it was imported
+            if item.supersedes and not item.keep_id:
+                row["supersedes"] = item.supersedes  # the source item changed since it was imported
             report.written.append(row)
-        t.advance()
+        if i < len(planned):
+            t.advance()
 
     with bar as t:
-        report.warnings += write_many(
-            ws, [pl.prepared for pl in planned], writer="box-memory import", skill="import", on_item=on_item
-        )
-    _write_companions(ws, placed, report)
-    return report
+        report.warnings += commit(
+            ws, placements, writer="box-memory import", skill="import", on_item=on_item
+        )[1]
 
 
 @dataclass
@@ -1277,7 +1293,7 @@ def _place_companions(
     """Where each exported companion goes: where this workspace keeps the companion of its binary
     (`companions.companion_location`). A superseded one stays behind (history of a binary the
     export does not carry), as does one whose place another companion holds already."""
-    from box_memory.write.companions import Binary, companion_location
+    from box_memory.write.binaries import Binary, companion_location
 
     placed: list[PlacedCompanion] = []
     for it in items:
@@ -1319,36 +1335,31 @@ def _place_companions(
     return placed
 
 
-def _write_companions(ws: Workspace, placed: list[PlacedCompanion], report: ImportReport) -> None:
-    """Each companion as it was exported (id, pinned hashes, body), through the same commit as
-    `box-memory companion`. Its binary is not in an export: until it is copied to the path the
+@dataclass
+class ImportedCompanion:
+    """An exported companion placed as it was exported (id, pinned hashes, body), in the batch of
+    the import's commit. Its binary is not in an export: until it is copied to the path the
     companion names, `companion --stale` reports it orphaned (never fixed silently)."""
-    if not placed:
-        return
-    from box_memory.write.commit import commit_memory, load_for_write
 
-    with ws.store.lock(writer="box-memory import", skill="import"):
-        for c in placed:
-            meta = dict(c.item.extra_source.get("_frontmatter") or {})
-            meta["team"] = ws.team_of(_folder_team(c.folder + "/"))
-            cf = meta.get("companion_for")
-            if isinstance(cf, dict):
-                meta["companion_for"] = {**cf, "local_path": c.binary}
-            try:
-                idx = load_for_write(ws, c.folder, report.warnings)
-                if not ws.store.exists(c.folder):
-                    ws.store.mkdir(c.folder)
-                done = commit_memory(ws, idx, meta, c.item.content, c.filename)
-            except BoxMemoryError as e:
-                report.errors.append({"ref": c.item.ref, "reason": str(e)})
-                continue
-            report.written.append({"ref": c.item.ref, "id": c.item.keep_id, "title": c.item.title,
-                                   "kind": "companion", "file": done.path})  # fmt: skip
-            if not ws.store.exists(c.binary):
-                report.warnings.append(
-                    f"{done.path}: its binary is not in the export; copy it to {c.binary} "
-                    "(until then `box-memory companion --stale` reports it orphaned)"
-                )
+    c: PlacedCompanion
+
+    def place(self, tx: Any) -> dict[str, Any]:
+        c, ws = self.c, tx.ws
+        meta = dict(c.item.extra_source.get("_frontmatter") or {})
+        meta["team"] = ws.team_of(_folder_team(c.folder + "/"))
+        cf = meta.get("companion_for")
+        if isinstance(cf, dict):
+            meta["companion_for"] = {**cf, "local_path": c.binary}
+        idx, _ = tx.folder(c.folder)
+        if not ws.store.exists(c.folder):
+            ws.store.mkdir(c.folder)
+        done = tx.file(idx, meta, c.item.content, c.filename)
+        if not ws.store.exists(c.binary):
+            tx.warnings.append(
+                f"{done.path}: its binary is not in the export; copy it to {c.binary} "
+                "(until then `box-memory companion --stale` reports it orphaned)"
+            )
+        return {"id": c.item.keep_id, "title": c.item.title, "kind": "companion", "file": done.path}
 
 
 def check_teams(ws: Workspace, items: list[SourceItem]) -> None:

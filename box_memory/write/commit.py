@@ -1,32 +1,29 @@
-"""The write transaction shared by memories and companions: content checks, the memory file, the
-superseded file's bookkeeping, the folder index and the rollup, under the caller's lock.
+"""The one locked commit every write enters: `commit(ws, placements)` takes the workspace lock,
+opens each folder's index once, lets each placement (a memory, a companion, an imported item)
+name its file under the lock, and writes the file, the superseded file's bookkeeping, the folder
+indexes and the rollup. A single write saves at once; a batch saves at checkpoints.
 
-`memories` (write, supersede) and `companions` (a companion is a memory pinned to a binary) both
-commit through `commit_memory`; neither imports the other for it.
+`memories` and `companions` each define a placement; neither imports the other.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from box_memory.errors import (
     BackendUnavailable,
+    BoxMemoryError,
     BoxToolError,
     FileBusy,
     HeldMemory,
     InvalidInput,
 )
 from box_memory.format import frontmatter
-from box_memory.format.model import (
-    IndexEntry,
-    Memory,
-    index_entry,
-)
+from box_memory.format.model import IndexEntry, Memory, index_entry
 from box_memory.format.names import conflict_copies
-from box_memory.format.safeio import LIMITS, human
 from box_memory.store.base import AlreadyExists, join
 from box_memory.workspace.index import (
     FolderIndex,
@@ -38,53 +35,9 @@ from box_memory.workspace.index import (
     save_index,
 )
 from box_memory.workspace.resolve import Workspace
+from box_memory.write.checks import check_readable, memory_filename
 
-MAX_CONTENT_BYTES = 1024 * 1024
-
-
-_BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-
-
-def check_content(content: str | bytes) -> str:
-    if isinstance(content, bytes):
-        if len(content) > MAX_CONTENT_BYTES:
-            raise InvalidInput(f"content is larger than {MAX_CONTENT_BYTES // 1024} KiB")
-        try:
-            content = content.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(
-                "content is binary (not UTF-8 text); describe binaries with `companion`"
-            ) from None
-    if len(content.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
-        raise InvalidInput(f"content is larger than {MAX_CONTENT_BYTES // 1024} KiB")
-    if _BINARY_RE.search(content):
-        raise InvalidInput("content contains binary/control characters; describe binaries with `companion`")
-    if not content.strip():
-        raise InvalidInput("content is empty")
-    return content
-
-
-def check_readable(data: bytes, path: str) -> None:
-    """Nothing is committed that cannot be read back: the rendered file must be within the read
-    caps (safeio.LIMITS) and its frontmatter must parse. Called before anything is written."""
-    from box_memory.errors import InvalidFile
-
-    if len(data) > LIMITS["memory"]:
-        raise InvalidInput(
-            f"{path} would be {len(data)} bytes, over the {human(LIMITS['memory'])} limit for "
-            "memory files; nothing was written"
-        )
-    try:
-        frontmatter.parse(data.decode("utf-8"), path)
-    except InvalidFile as e:
-        raise InvalidInput(f"{e}; nothing was written") from None
-
-
-def render_body(title: str, content: str) -> str:
-    content = content.strip("\n")
-    if content.lstrip().startswith("# "):
-        return content + "\n"
-    return f"# {title}\n\n{content}\n"
+BATCH_SAVE_EVERY = 2000  # a long batch saves its indexes this often (index-rebuild covers a crash)
 
 
 @dataclass
@@ -114,23 +67,6 @@ class Committed:
     warnings: list[str] = field(default_factory=list)
 
 
-def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderIndex:
-    """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
-    idx = load_index(ws, folder)
-    if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx, quick=True)):
-        from box_memory.maintenance.folder_scan import rescan_folder
-
-        scanned = rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
-        if scanned.incomplete:
-            warnings.append(
-                f"index of {folder}/ not repaired: its listing may be incomplete ({scanned.incomplete})"
-            )
-            return idx
-        idx.mark_dirty()  # entries replaced wholesale: every map is rebuilt on save
-        warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
-    return idx
-
-
 def check_supersedable(mem: Memory) -> Memory:
     """Held memories are never modified; a superseded one already has its successor."""
     if mem.status == "held":
@@ -140,121 +76,6 @@ def check_supersedable(mem: Memory) -> Memory:
             f"memory {mem.id} is already superseded by {mem.superseded_by}; supersede that one"
         )
     return mem
-
-
-def commit_memory(
-    ws: Workspace,
-    idx: FolderIndex,
-    meta: dict[str, Any],
-    body: str,
-    filename: str,
-    *,
-    old: Supersede | None = None,
-    rename: Callable[[dict[str, Any]], str] | None = None,
-    save: bool = True,
-) -> Committed:
-    """The commit step every memory write shares (memories, companions); the caller holds the lock.
-
-    Creates `idx.folder/filename` create-or-fail (never overwrites: on a clash `rename` may
-    change `meta` and return another name, else AlreadyExists), marks `old` superseded by
-    `meta["id"]` (moving it to `old.archive_to` first when given, so the new memory can take its
-    name), then saves every changed folder index and refreshes the rollup.
-    """
-    folder = idx.folder
-    changed: dict[str, FolderIndex] = {folder: idx}
-    old_idx = idx
-    old_raw = b""
-    aliased = frontmatter.with_alias(meta)
-    if aliased is not meta:  # in place: the caller reads back the meta it passed
-        meta.clear()
-        meta.update(aliased)
-    if old is not None:
-        if old.located.folder != folder:
-            old_idx = load_index(ws, old.located.folder)
-            changed[old_idx.folder] = old_idx
-        old.mem.meta["status"] = "superseded"
-        old.mem.meta["superseded_by"] = meta["id"]
-        old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
-        frontmatter.drop_alias(old.mem.meta, str(meta.get("title") or ""))
-        old_raw = frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
-    from box_memory.recall.cache import after_write, before_write
-
-    path = join(folder, filename)
-    data = frontmatter.render(meta, body).encode("utf-8")
-    check_readable(data, path)
-    if old is not None:
-        check_readable(old_raw, old.located.path)
-    # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
-    before = before_write(ws, changed) if save else {}
-    # Crash safety: every step below leaves each file whole, old or new. The new memory exists
-    # before anything points at it or marks the old one superseded (index-rebuild completes an
-    # interrupted supersede), and before any index entry for it.
-    if old is not None and old.archive_to and path == old.located.path:
-        # The new memory takes the old one's name: keep a memory at that name at every instant.
-        # The superseded copy goes to the archive first, then one atomic replace swaps the bytes.
-        ws.store.write_bytes(old.archive_to, old_raw)
-        crash_point("write:old-archived")
-        file_id = ws.store.write_bytes(path, data)
-    else:
-        if old is not None and old.archive_to and ws.store.exists(path):
-            raise AlreadyExists(f"{path} already exists")
-        while True:
-            try:
-                file_id = ws.store.create_bytes(path, data)
-                break
-            except AlreadyExists:
-                if rename is None:
-                    raise
-                filename = rename(meta)
-                path = join(folder, filename)
-                data = frontmatter.render(meta, body).encode("utf-8")
-    crash_point("write:file-created")
-    try:
-        idx.upsert(
-            index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=len(data))
-        )
-
-        if old is not None and old.archive_to:
-            if path != old.located.path:
-                ws.store.write_bytes(old.located.path, old_raw)
-                crash_point("write:old-rewritten")
-                ws.store.move(old.located.path, old.archive_to)
-            old_idx.remove(old.mem.id)
-        elif old is not None:
-            old_file_id = ws.store.write_bytes(old.located.path, old_raw)
-            crash_point("write:old-rewritten")
-            old_idx.upsert(
-                index_entry(
-                    old.mem,
-                    filename=str(old.located.entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
-                    file_id=old_file_id or old.located.entry.get("file_id"),
-                    size_bytes=len(old_raw),
-                )
-            )
-        if not save:  # a batch (write_many) saves its indexes itself
-            return Committed(path, filename, file_id)
-        for folder_idx in changed.values():
-            save_index(ws, folder_idx)
-            crash_point("write:index-saved")
-        if not rollup_may_lag(ws):
-            refresh_rollup(ws, changed)
-        crash_point("write:rollup-saved")
-        after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
-    except (BackendUnavailable, BoxToolError, FileBusy, OSError) as e:  # FileBusy: held open
-        # The memory itself is committed: report it as written. What follows it (indexes, the
-        # rollup, the superseded memory's bookkeeping) is derived and repaired by the next write or
-        # `index-rebuild`, so its failure is a warning, not an error that would invite a retry.
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        return Committed(
-            path,
-            filename,
-            file_id,
-            [
-                f"{path} is saved, but updating the indexes failed ({why}); the next write or "
-                "`box-memory index-rebuild` repairs them"
-            ],
-        )
-    return Committed(path, filename, file_id)
 
 
 def unmerged_copies(idx: FolderIndex, names: list[str]) -> list[str]:
@@ -272,3 +93,303 @@ def copies_warning(folder: str, copies: list[str]) -> str:
         f"{folder}/ holds sync conflict copies from another machine ({shown}); "
         "run `box-memory index-rebuild` to merge them"
     )
+
+
+def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> FolderIndex:
+    """The folder's index for a write (caller holds the lock), repaired first if it drifted."""
+    idx = load_index(ws, folder)
+    if ws.config.settings.get("rebuild_index_on_drift") and (reasons := drift(ws, idx, quick=True)):
+        from box_memory.maintenance.folder_scan import rescan_folder
+
+        scanned = rescan_folder(ws, idx)  # same repair as index-rebuild: records orphans, keeps Box ids
+        if scanned.incomplete:
+            warnings.append(
+                f"index of {folder}/ not repaired: its listing may be incomplete ({scanned.incomplete})"
+            )
+            return idx
+        idx.mark_dirty()  # entries replaced wholesale: every map is rebuilt on save
+        warnings.append(f"repaired drifted index of {folder}/ before writing ({'; '.join(reasons)})")
+    return idx
+
+
+@dataclass
+class FolderSlots:
+    """Slugs taken in one folder (index entries), file names on disk, and entries by slug.
+
+    Built once per folder under the lock; a batch keeps it current as it writes, so each write
+    does not re-list the folder or scan every entry. A file on disk that the index does not know
+    takes only its file name, not the slug: the memory keeps the slug it was asked for and its
+    file takes the next free suffix (the plugin's "slug stable"; Box answers such a clash 409).
+    """
+
+    taken: set[str]
+    by_slug: dict[str, dict[str, Any]]
+    copies: list[str] = field(default_factory=list)  # sync conflict copies the index does not hold
+    names: set[str] = field(default_factory=set)  # case-folded: Box, macOS and Windows fold case
+
+    @classmethod
+    def scan(cls, ws: Workspace, idx: FolderIndex) -> FolderSlots:
+        listed = ws.store.list_names(idx.folder)
+        taken = {str(e.get("slug")).casefold() for e in idx.entries}
+        names = {name.casefold() for name in listed}
+        names |= {str(e.get("filename")).casefold() for e in idx.entries if e.get("filename")}
+        by_slug: dict[str, dict[str, Any]] = {}
+        for e in idx.entries:
+            by_slug.setdefault(str(e.get("slug")), e)
+        return cls(taken, by_slug, copies=unmerged_copies(idx, listed), names=names)
+
+    def free_name(self, kind: str, slug: str) -> str:
+        """`<kind>__<slug>.md`, or with the next free -2, -3 ... when a file holds that name."""
+        name, n = memory_filename(kind, slug), 1
+        while name.casefold() in self.names:
+            n += 1
+            name = memory_filename(kind, f"{slug}-{n}")
+        return name
+
+
+@dataclass
+class Transaction:
+    """What one `commit` holds under the lock: the folder indexes it opened (each loaded and
+    listed once), the warnings so far, and whether it saves each write at once (`batch` False)
+    or at checkpoints."""
+
+    ws: Workspace
+    batch: bool
+    warnings: list[str] = field(default_factory=list)
+    open: dict[str, tuple[FolderIndex, FolderSlots]] = field(default_factory=dict)
+    pending: int = 0
+
+    def folder(self, folder: str) -> tuple[FolderIndex, FolderSlots]:
+        """The folder's index (repaired first if it drifted) and its taken names, opened once."""
+        if folder not in self.open:
+            idx = load_for_write(self.ws, folder, self.warnings)
+            slots = FolderSlots.scan(self.ws, idx)
+            if slots.copies:
+                self.warnings.append(copies_warning(folder, slots.copies))
+            self.open[folder] = (idx, slots)
+        return self.open[folder]
+
+    def holder(self, mem_id: str) -> str | None:
+        """The open folder whose index lists `mem_id`."""
+        return next((f for f, (idx, _) in self.open.items() if idx.get(mem_id)), None)
+
+    def file(
+        self,
+        idx: FolderIndex,
+        meta: dict[str, Any],
+        body: str,
+        filename: str,
+        *,
+        old: Supersede | None = None,
+        rename: Callable[[dict[str, Any]], str] | None = None,
+        save: bool | None = None,
+    ) -> Committed:
+        """Commit one memory file (see `commit_file`); a batch defers the index saves."""
+        done = commit_file(
+            self.ws,
+            idx,
+            meta,
+            body,
+            filename,
+            old=old,
+            rename=rename,
+            save=not self.batch if save is None else save,
+        )
+        self.warnings += done.warnings
+        return done
+
+    def flush(self) -> None:
+        """Save what a batch deferred: the files first (one sync), then the indexes, the rollup."""
+        self.ws.store.checkpoint()
+        for folder_idx, _ in self.open.values():
+            save_index(self.ws, folder_idx)
+        if self.open and not rollup_may_lag(self.ws):
+            refresh_rollup(self.ws, {f: i for f, (i, _) in self.open.items()})
+        self.pending = 0
+
+    def restart(self) -> None:
+        """Save and close every open index (a write about to touch indexes outside this batch's)."""
+        self.flush()
+        self.open = {}
+
+
+class Placement(Protocol):
+    """One write under the lock: it names its file and frontmatter in the open transaction and
+    commits through `Transaction.file`; returns what the command reports."""
+
+    def place(self, tx: Transaction) -> dict[str, Any]: ...
+
+
+ItemReport = Callable[[int, dict[str, Any] | None, BoxMemoryError | None], None]
+
+
+def commit(
+    ws: Workspace,
+    placements: Sequence[Placement],
+    *,
+    writer: str,
+    skill: str,
+    on_item: ItemReport | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The one locked commit: every write (memory, companion, import batch) enters here once.
+
+    Without `on_item`, each placement is saved at once and the first error is raised (a command's
+    own write). With it, the placements are a batch: `on_item(i, result, error)` is told of each,
+    an error skips only that item, and the indexes are saved every BATCH_SAVE_EVERY writes and at
+    the end. Returns (the results, the warnings)."""
+    batch = on_item is not None
+    results: list[dict[str, Any]] = []
+    tx = Transaction(ws, batch=batch)
+    # batch(): on a local folder one sync per checkpoint, not 2 per file
+    with ws.store.lock(writer=writer, skill=skill), ws.store.batch() if batch else nullcontext():
+        try:
+            for i, placement in enumerate(placements):
+                if on_item is None:
+                    results.append(placement.place(tx))
+                    continue
+                try:
+                    res = placement.place(tx)
+                except BoxMemoryError as e:
+                    on_item(i, None, e)
+                    continue
+                results.append(res)
+                on_item(i, res, None)
+                tx.pending += 1
+                if tx.pending >= BATCH_SAVE_EVERY:
+                    tx.flush()
+        finally:
+            if batch:
+                tx.flush()
+    return results, tx.warnings
+
+
+# --- one memory file --------------------------------------------------------------------------
+
+
+def _mark_superseded(old: Supersede, meta: dict[str, Any]) -> bytes:
+    """The superseded memory's new bytes: status superseded, by `meta["id"]`, on the same clock."""
+    old.mem.meta["status"] = "superseded"
+    old.mem.meta["superseded_by"] = meta["id"]
+    old.mem.meta["updated_at"] = meta["updated_at"]  # one clock: history reads in order
+    frontmatter.drop_alias(old.mem.meta, str(meta.get("title") or ""))
+    return frontmatter.render(old.mem.meta, old.mem.body).encode("utf-8")
+
+
+def _create(
+    ws: Workspace,
+    folder: str,
+    meta: dict[str, Any],
+    body: str,
+    filename: str,
+    old: Supersede | None,
+    old_raw: bytes,
+    rename: Callable[[dict[str, Any]], str] | None,
+) -> tuple[str, str, str | None, int]:
+    """Create the memory file, never overwriting: (path, filename, file id, size)."""
+    path = join(folder, filename)
+    data = frontmatter.render(meta, body).encode("utf-8")
+    if old is not None and old.archive_to and path == old.located.path:
+        # The new memory takes the old one's name: keep a memory at that name at every instant.
+        # The superseded copy goes to the archive first, then one atomic replace swaps the bytes.
+        ws.store.write_bytes(old.archive_to, old_raw)
+        crash_point("write:old-archived")
+        return path, filename, ws.store.write_bytes(path, data), len(data)
+    if old is not None and old.archive_to and ws.store.exists(path):
+        raise AlreadyExists(f"{path} already exists")
+    while True:
+        try:
+            return path, filename, ws.store.create_bytes(path, data), len(data)
+        except AlreadyExists:
+            if rename is None:
+                raise
+            filename = rename(meta)
+            path = join(folder, filename)
+            data = frontmatter.render(meta, body).encode("utf-8")
+
+
+def _retire(ws: Workspace, old: Supersede, old_idx: FolderIndex, old_raw: bytes, path: str) -> None:
+    """The superseded memory's bookkeeping: rewritten in place (its index entry follows), or, for
+    a companion, rewritten and moved to the archive (out of the index)."""
+    if old.archive_to:
+        if path != old.located.path:
+            ws.store.write_bytes(old.located.path, old_raw)
+            crash_point("write:old-rewritten")
+            ws.store.move(old.located.path, old.archive_to)
+        old_idx.remove(old.mem.id)
+        return
+    old_file_id = ws.store.write_bytes(old.located.path, old_raw)
+    crash_point("write:old-rewritten")
+    old_idx.upsert(
+        index_entry(
+            old.mem,
+            filename=str(old.located.entry.get("filename") or old.located.path.rsplit("/", 1)[-1]),
+            file_id=old_file_id or old.located.entry.get("file_id"),
+            size_bytes=len(old_raw),
+        )
+    )
+
+
+def save_changed(ws: Workspace, changed: dict[str, FolderIndex]) -> None:
+    """Save each changed folder index, then the rollup (unless it may lag)."""
+    for folder_idx in changed.values():
+        save_index(ws, folder_idx)
+        crash_point("write:index-saved")
+    if not rollup_may_lag(ws):
+        refresh_rollup(ws, changed)
+    crash_point("write:rollup-saved")
+
+
+def commit_file(
+    ws: Workspace,
+    idx: FolderIndex,
+    meta: dict[str, Any],
+    body: str,
+    filename: str,
+    *,
+    old: Supersede | None = None,
+    rename: Callable[[dict[str, Any]], str] | None = None,
+    save: bool = True,
+) -> Committed:
+    """One memory file under the held lock: create `idx.folder/filename` create-or-fail (on a
+    clash `rename` may change `meta` and name another file, else AlreadyExists), mark `old`
+    superseded by `meta["id"]` (moved to `old.archive_to` when given, so the new memory can take
+    its name), then (with `save`) save every changed index and refresh the rollup."""
+    from box_memory.recall.cache import after_write, before_write
+
+    changed: dict[str, FolderIndex] = {idx.folder: idx}
+    old_idx, old_raw = idx, b""
+    aliased = frontmatter.with_alias(meta)
+    if aliased is not meta:  # in place: the caller reads back the meta it passed
+        meta.clear()
+        meta.update(aliased)
+    if old is not None:
+        if old.located.folder != idx.folder:
+            old_idx = changed[old.located.folder] = load_index(ws, old.located.folder)
+        old_raw = _mark_superseded(old, meta)
+        check_readable(old_raw, old.located.path)
+    check_readable(frontmatter.render(meta, body).encode("utf-8"), join(idx.folder, filename))
+    # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
+    before = before_write(ws, changed) if save else {}
+    # Crash safety: every step below leaves each file whole, old or new. The new memory exists
+    # before anything points at it or marks the old one superseded (index-rebuild completes an
+    # interrupted supersede), and before any index entry for it.
+    path, filename, file_id, size = _create(ws, idx.folder, meta, body, filename, old, old_raw, rename)
+    crash_point("write:file-created")
+    try:
+        idx.upsert(index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=size))
+        if old is not None:
+            _retire(ws, old, old_idx, old_raw, path)
+        if save:
+            save_changed(ws, changed)
+            after_write(ws, before, changed, {str(meta["id"])} | ({old.mem.id} if old is not None else set()))
+    except (BackendUnavailable, BoxToolError, FileBusy, OSError) as e:  # FileBusy: held open
+        # The memory itself is committed: report it as written. What follows it (indexes, the
+        # rollup, the superseded memory's bookkeeping) is derived and repaired by the next write or
+        # `index-rebuild`, so its failure is a warning, not an error that would invite a retry.
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        warning = (
+            f"{path} is saved, but updating the indexes failed ({why}); the next write or "
+            "`box-memory index-rebuild` repairs them"
+        )
+        return Committed(path, filename, file_id, [warning])
+    return Committed(path, filename, file_id)

@@ -53,7 +53,8 @@ def story(cli: Cli, ws: Path) -> dict[str, Any]:
     cli.json("team", "create", "eng", "-w", str(ws))
     note = _write(cli, ws, "An eng note.", "--title", "Eng note", "--team", "eng", "--agent", "claude-code")
     from box_memory.workspace.resolve import open_workspace
-    from box_memory.write.memories import WriteRequest, write_memory
+    from box_memory.write.memories import write_memory
+    from box_memory.write.prepare import WriteRequest
 
     retired = write_memory(
         open_workspace(str(ws)),

@@ -155,7 +155,8 @@ def test_concurrent_writers_in_two_processes_lose_nothing(cloud: Backend, emu: E
     script = textwrap.dedent(
         """
         import sys
-        from box_memory.write.memories import WriteRequest, write_memory
+        from box_memory.write.memories import write_memory
+        from box_memory.write.prepare import WriteRequest
         from box_memory.store.cloud import close_all
         from box_memory.workspace.resolve import open_workspace
         for n in range(3):

@@ -14,7 +14,8 @@ import pytest
 
 from box_memory.format import frontmatter
 from box_memory.workspace.resolve import open_workspace
-from box_memory.write.companions import digest_chunks, sniff_mime, stale_companions, type_tag
+from box_memory.write.binaries import digest_chunks, sniff_mime, type_tag
+from box_memory.write.companion_state import stale_companions
 
 PLUGIN_FIXTURE = Path(__file__).parent.parent / "fixtures" / "plugin_workspace"
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 50

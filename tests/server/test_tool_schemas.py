@@ -17,8 +17,9 @@ from box_memory.recall.brain_section import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.serve.server import MemoryServer
 from box_memory.serve.tools import TOOLS
-from box_memory.write.companions import CheckRequest
-from box_memory.write.memories import GetRequest, WriteRequest
+from box_memory.write.companion_state import CheckRequest
+from box_memory.write.get import GetRequest
+from box_memory.write.prepare import WriteRequest
 
 REQUESTS: dict[str, type] = {
     "recall": RecallRequest,
