@@ -239,7 +239,7 @@ def write_test(box: Any, folder_id: str) -> dict[str, Any]:
         )
         result["scratch_folder_id"] = store.folder_id(scratch) if steps and steps[0]["ok"] else None
     finally:
-        result["warnings"] = list(store.warnings)
+        result["warnings"] = store.collected_warnings()
         store.close()
         shutil.rmtree(cache_dir, ignore_errors=True)
     result["verdict"] = "PASS" if steps and all(s["ok"] for s in steps) else "INCOMPATIBLE"

@@ -121,6 +121,11 @@ class Store(Protocol):
         its listings saved for the next command); nothing on a local store. Idempotent."""
         ...
 
+    def collected_warnings(self) -> list[str]:
+        """What the store noticed without failing the call (the cloud store: Box metadata not
+        applied, a tier re-detected), for the command to report; none on a local store."""
+        ...
+
 
 # --- optional capabilities: checked only through the `as_*` functions below -----------------
 

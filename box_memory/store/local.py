@@ -522,6 +522,9 @@ class LocalStore:
     def close(self) -> None:
         pass  # a folder on this machine holds no session or handle between calls
 
+    def collected_warnings(self) -> list[str]:
+        return []  # a local folder answers or fails; nothing is noticed on the side
+
     def lock_state(self) -> dict[str, Any] | None:
         """Who holds `_box-memory.lock`, and since when (a stale one is taken over by the next
         writer); None when nobody holds it."""

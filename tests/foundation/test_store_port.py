@@ -185,10 +185,9 @@ def test_the_store_package_imports_no_layer_above_it() -> None:
         "box_memory.serve",
     )
     services = (
-        "box_memory.write.memories",
+        "box_memory.write",
         "box_memory.recall",
         "box_memory.maintenance.regenerate",
-        "box_memory.write.companions",
     )
     bad = [
         f"{rel}: {name}"
@@ -197,4 +196,27 @@ def test_the_store_package_imports_no_layer_above_it() -> None:
         for name in _imports(tree)
         if name.startswith(above + services)
     ]
+    assert bad == []
+
+
+def test_nothing_outside_store_reads_a_store_member_the_port_does_not_declare() -> None:
+    """A service reads only what `Store` (or an optional capability, reached through `as_*`)
+    declares: `mcp-check` once read the cloud store's own `warnings` list."""
+    from box_memory.store import base
+
+    declared = set(base.Store.__annotations__)
+    for proto in (base.Store, base.MetadataSearch, base.BoxTools, base.TierDetection):
+        declared |= {n for n in dir(proto) if not n.startswith("__")}
+    bad = []
+    for rel, tree in _sources():
+        if rel.startswith(("store/", "emulator/", "brain/", "cli/brain_cmd")):  # brain's `store`: its db
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or node.attr in declared:
+                continue
+            v = node.value
+            if (isinstance(v, ast.Name) and v.id == "store") or (
+                isinstance(v, ast.Attribute) and v.attr == "store"
+            ):
+                bad.append(f"{rel}:{node.lineno} .{node.attr}")
     assert bad == []

@@ -45,6 +45,9 @@ class CloudStore(Writing):
             self._snapshot.save(kept)
         self._end_session()
 
+    def collected_warnings(self) -> list[str]:
+        return list(self.warnings)
+
     def describe(self) -> str:
         return f"box:{self.root_id}"
 
