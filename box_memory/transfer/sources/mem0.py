@@ -1,0 +1,77 @@
+"""The `mem0` format: a JSON export as mem0's `Memory.get_all()` returns it, one memory per item.
+
+`{"results": [...]}` or a bare list, each item `{id, memory, hash, metadata, created_at,
+updated_at, user_id, agent_id, run_id, actor_id, role, categories}` (mem0ai/mem0
+`mem0/memory/main.py`, `MemoryItem`); JSON Lines too. Only `agent_id` names the memory's agent;
+the session keys and `metadata` are kept in the source entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from box_memory.errors import InvalidInput
+from box_memory.transfer.sources.common import (
+    SourceItem,
+    clean_title,
+    digest_of,
+    first_words,
+    iso_utc,
+    reason,
+    tag_list,
+)
+from box_memory.transfer.sources.exports import export_text, json_items
+
+
+def read_mem0(path: Path) -> Iterator[SourceItem]:
+    try:
+        items, errors = json_items(path, export_text(path))  # a whole store: the export cap
+    except (OSError, InvalidInput) as e:
+        yield SourceItem(str(path), error=reason(e))
+        return
+    yield from errors
+    for n, item in enumerate(items, start=1):
+        ref = f"{path}#{n}"
+        if not isinstance(item, dict):
+            yield SourceItem(ref, error="item is not a JSON object")
+            continue
+        mem_id = str(item.get("id") or "")
+        if mem_id:
+            ref = f"mem0:{mem_id}"
+        text = item.get("memory")
+        if text is None:
+            text = item.get("text") or item.get("data")
+        if not isinstance(text, str) or not text.strip():
+            yield SourceItem(ref, error="item has no text ('memory' is missing or empty)")
+            continue
+        meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+        tags = [
+            *tag_list(item.get("categories")),
+            *tag_list(meta.get("tags")),
+            *tag_list(meta.get("category")),
+        ]
+        # Only mem0's agent_id names an agent; a user's own memory (user_id only) has none.
+        agent = item.get("agent_id")
+        extra: dict[str, Any] = {}
+        for key in ("user_id", "agent_id", "run_id", "actor_id", "role", "hash"):
+            if item.get(key):
+                extra[key] = str(item[key])
+        if meta:
+            extra["metadata"] = meta  # the caller's own metadata, kept whole (JSON values)
+        created = iso_utc(item.get("created_at"))
+        yield SourceItem(
+            ref,
+            title=clean_title(first_words(text.strip(), 10)) or "mem0 memory",
+            content=text.strip(),
+            kind=None,
+            tags=tags,
+            agent=str(agent) if agent else None,
+            created_at=created,
+            updated_at=iso_utc(item.get("updated_at")) or created,
+            digest=digest_of(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)),
+            extra_source=extra,
+        )
