@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import orjson
 
 from box_memory.errors import InvalidInput
 from box_memory.format.safeio import UnreadableFile, guarded, open_regular
-from box_memory.transfer.sources.common import SourceItem, outside, read_text
+from box_memory.transfer.sources.common import SourceItem, outside, reason
 
 EXPORT_MEMBER = "export.jsonl"  # the records inside a `box-memory export --format markdown-zip`
 # An export (box-memory's, or mem0's get_all) holds a whole store: far past the 8 MiB one note or
@@ -24,20 +25,38 @@ EXPORT_MEMBER = "export.jsonl"  # the records inside a `box-memory export --form
 EXPORT_CAP = 1024 * 1024 * 1024
 
 
-def export_text(path: Path) -> str:
-    """The JSON Lines of a box-memory export: the file itself, or `export.jsonl` inside a
-    markdown-zip export (the zip file, or the folder it was unpacked into)."""
+def read_export(path: Path, item_of: Callable[[str, Any], SourceItem]) -> Iterator[SourceItem]:
+    """Each item of an export file as `item_of(ref, item)`, `ref` naming the file and the item's
+    place in it; a file that cannot be read, or a line that is no JSON, comes back as an error."""
+    try:
+        items, errors = _json_items(path, _export_text(path))
+    except (OSError, InvalidInput) as e:
+        yield SourceItem(str(path), error=reason(e))
+        return
+    yield from errors
+    for n, item in enumerate(items, start=1):
+        yield item_of(f"{path}#{n}", item)
+
+
+def _export_text(path: Path) -> str:
+    """The JSON Lines of an export: the file itself, or `export.jsonl` inside a markdown-zip
+    export (the zip file, or the folder it was unpacked into)."""
     if path.is_dir():
         member = path / EXPORT_MEMBER
         if outside(member, path) is not None:
             raise InvalidInput(f"{EXPORT_MEMBER} is a symbolic link out of the source; not followed")
         path = member
-    raw = guarded(path, str(path), _read_text_bytes, path, EXPORT_CAP)  # timed in Box Drive
-    if path.suffix.lower() != ".zip":
-        try:
-            return raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise InvalidInput("not UTF-8 text") from None
+    raw = guarded(path, str(path), _read_capped, path, EXPORT_CAP)  # timed in Box Drive
+    if path.suffix.lower() == ".zip":
+        return _zip_member_text(raw)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput("not UTF-8 text") from None
+
+
+def _zip_member_text(raw: bytes) -> str:
+    """The `export.jsonl` of a markdown-zip export, held whole in `raw`."""
     import zipfile
 
     try:
@@ -56,7 +75,7 @@ def export_text(path: Path) -> str:
         raise InvalidInput(f"{EXPORT_MEMBER} in the zip is not UTF-8 text") from None
 
 
-def _read_text_bytes(path: Path, cap: int) -> bytes:
+def _read_capped(path: Path, cap: int) -> bytes:
     """A regular file of at most `cap` bytes (never a FIFO or device), whole."""
     try:
         fd, size = open_regular(path)
@@ -71,27 +90,38 @@ def _read_text_bytes(path: Path, cap: int) -> bytes:
     return data
 
 
-def json_items(path: Path, text: str | None = None) -> tuple[list[Any], list[SourceItem]]:
-    """Items of a JSON or JSON Lines file; undecodable lines come back as errors."""
-    if text is None:
-        _, text = read_text(path)
+def _json_items(path: Path, text: str) -> tuple[list[Any], list[SourceItem]]:
+    """Items of a JSON or JSON Lines text; undecodable lines come back as errors."""
+    whole = _whole_json(text)
+    if whole is not None:
+        return whole, []
+    return _json_lines(path, text)
+
+
+def _whole_json(text: str) -> list[Any] | None:
+    """The items of a text that is one JSON document (a list, or an object holding the list, or
+    one object alone), else None: JSON Lines. A broken document that is no JSON Lines raises."""
     stripped = text.lstrip()
-    errors: list[SourceItem] = []
-    if stripped.startswith(("[", "{")):
-        try:
-            data = orjson.loads(text)
-        except orjson.JSONDecodeError as e:
-            if not stripped.startswith("{") or "\n" not in stripped.strip():
-                raise InvalidInput(f"invalid JSON ({e.args[0]})") from None
-            data = None
-        if isinstance(data, list):
-            return data, errors
-        if isinstance(data, dict):
-            for key in ("results", "memories", "data", "items"):
-                if isinstance(data.get(key), list):
-                    return data[key], errors
-            return [data], errors
+    if not stripped.startswith(("[", "{")):
+        return None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        if not stripped.startswith("{") or "\n" not in stripped.strip():
+            raise InvalidInput(f"invalid JSON ({e.args[0]})") from None
+        return None
+    if isinstance(data, dict):
+        for key in ("results", "memories", "data", "items"):
+            if isinstance(data.get(key), list):
+                return data[key]
+        return [data]
+    return data  # it began with `[`: a list
+
+
+def _json_lines(path: Path, text: str) -> tuple[list[Any], list[SourceItem]]:
+    """The items of a JSON Lines text, one a line; a line that is no JSON comes back as an error."""
     items: list[Any] = []
+    errors: list[SourceItem] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

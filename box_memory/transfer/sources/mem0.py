@@ -14,64 +14,67 @@ from typing import Any
 
 import orjson
 
-from box_memory.errors import InvalidInput
 from box_memory.transfer.sources.common import (
     SourceItem,
     clean_title,
     digest_of,
     first_words,
     iso_utc,
-    reason,
     tag_list,
 )
-from box_memory.transfer.sources.exports import export_text, json_items
+from box_memory.transfer.sources.exports import read_export
 
 
 def read_mem0(path: Path) -> Iterator[SourceItem]:
-    try:
-        items, errors = json_items(path, export_text(path))  # a whole store: the export cap
-    except (OSError, InvalidInput) as e:
-        yield SourceItem(str(path), error=reason(e))
-        return
-    yield from errors
-    for n, item in enumerate(items, start=1):
-        ref = f"{path}#{n}"
-        if not isinstance(item, dict):
-            yield SourceItem(ref, error="item is not a JSON object")
-            continue
-        mem_id = str(item.get("id") or "")
-        if mem_id:
-            ref = f"mem0:{mem_id}"
-        text = item.get("memory")
-        if text is None:
-            text = item.get("text") or item.get("data")
-        if not isinstance(text, str) or not text.strip():
-            yield SourceItem(ref, error="item has no text ('memory' is missing or empty)")
-            continue
-        meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
-        tags = [
-            *tag_list(item.get("categories")),
-            *tag_list(meta.get("tags")),
-            *tag_list(meta.get("category")),
-        ]
-        # Only mem0's agent_id names an agent; a user's own memory (user_id only) has none.
-        agent = item.get("agent_id")
-        extra: dict[str, Any] = {}
-        for key in ("user_id", "agent_id", "run_id", "actor_id", "role", "hash"):
-            if item.get(key):
-                extra[key] = str(item[key])
-        if meta:
-            extra["metadata"] = meta  # the caller's own metadata, kept whole (JSON values)
-        created = iso_utc(item.get("created_at"))
-        yield SourceItem(
-            ref,
-            title=clean_title(first_words(text.strip(), 10)) or "mem0 memory",
-            content=text.strip(),
-            kind=None,
-            tags=tags,
-            agent=str(agent) if agent else None,
-            created_at=created,
-            updated_at=iso_utc(item.get("updated_at")) or created,
-            digest=digest_of(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)),
-            extra_source=extra,
-        )
+    yield from read_export(path, _mem0_item)  # a whole store: the export cap
+
+
+def _mem0_item(ref: str, item: Any) -> SourceItem:
+    """One item of the export as a memory: its text, tags from its categories and metadata, and
+    its ids and metadata kept in the source entry."""
+    if not isinstance(item, dict):
+        return SourceItem(ref, error="item is not a JSON object")
+    mem_id = str(item.get("id") or "")
+    if mem_id:
+        ref = f"mem0:{mem_id}"
+    text = _mem0_text(item)
+    if text is None:
+        return SourceItem(ref, error="item has no text ('memory' is missing or empty)")
+    meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+    # Only mem0's agent_id names an agent; a user's own memory (user_id only) has none.
+    agent = item.get("agent_id")
+    tags = [*tag_list(item.get("categories")), *tag_list(meta.get("tags")), *tag_list(meta.get("category"))]
+    created = iso_utc(item.get("created_at"))
+    return SourceItem(
+        ref,
+        title=clean_title(first_words(text, 10)) or "mem0 memory",
+        content=text,
+        kind=None,
+        tags=tags,
+        agent=str(agent) if agent else None,
+        created_at=created,
+        updated_at=iso_utc(item.get("updated_at")) or created,
+        digest=digest_of(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)),
+        extra_source=_mem0_source(item, meta),
+    )
+
+
+def _mem0_text(item: dict[str, Any]) -> str | None:
+    """The memory's text (`memory`, else `text` or `data`), stripped; None when it has none."""
+    text = item.get("memory")
+    if text is None:
+        text = item.get("text") or item.get("data")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text.strip()
+
+
+def _mem0_source(item: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """The source entry's extra keys: mem0's session keys and hash, and the item's metadata."""
+    extra: dict[str, Any] = {}
+    for key in ("user_id", "agent_id", "run_id", "actor_id", "role", "hash"):
+        if item.get(key):
+            extra[key] = str(item[key])
+    if meta:
+        extra["metadata"] = meta  # the caller's own metadata, kept whole (JSON values)
+    return extra
