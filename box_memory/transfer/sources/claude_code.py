@@ -211,6 +211,8 @@ class ClaudeReader:
     def instruction(
         self, path: Path, *, label: str, hops: int, by: str | None = None
     ) -> Iterator[SourceItem]:
+        """The memories of one CLAUDE.md or rule (one a `## ` section), then those of the files it
+        imports with `@path`, `hops` deep so far; no file is read twice. `by`: the importing file."""
         key = abs_path(path)
         if key in self._done:
             return
@@ -222,41 +224,18 @@ class ClaudeReader:
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=reason(e))
             return
-        when = mtime_iso(path)
         sections = split_sections(body)
         if not sections:
             yield SourceItem(ref, error="file has no text")
-        if by is not None:
-            name = f"import {path.name}"
-        else:
-            name = path.name if path.name in CLAUDE_NAMES else f"rule {path.stem}"
-        scope: dict[str, Any] = {}
-        if meta.get("paths") is not None:  # a conditional rule: loaded only for these files
-            paths = meta["paths"]
-            scope["paths"] = [str(x) for x in paths] if isinstance(paths, list) else [str(paths)]
-        for heading, section in sections:
-            title = clean_title(f"{label} {name} - {heading}" if heading else f"{label} {name}")
-            data = section.encode("utf-8")
-            if scope:
-                data += b"\n" + orjson.dumps(scope, option=orjson.OPT_SORT_KEYS)
-            yield SourceItem(
-                ref + (f"#{heading}" if heading else ""),
-                title=title,
-                content=section,
-                tags=["claude-code", "claude-md"],
-                related=wikilinks(section),
-                created_at=when,
-                updated_at=when,
-                digest=digest_of(data),
-                extra_source={
-                    "path": ref,
-                    **({"section": heading} if heading else {}),
-                    **scope,
-                    **({"imported_by": by} if by else {}),
-                },
-            )
-        if hops >= MAX_IMPORT_HOPS:
-            return
+        prefix = f"{label} {_instruction_name(path, by)}"
+        yield from _section_items(path, sections, prefix, _rule_scope(meta), by)
+        if hops < MAX_IMPORT_HOPS:
+            yield from self.imports(path, body, label=label, hops=hops)
+
+    def imports(self, path: Path, body: str, *, label: str, hops: int) -> Iterator[SourceItem]:
+        """The files `path` imports with `@path`, read as instructions one hop deeper. A name that
+        is no file is passed over, as Claude Code does; one that is no markdown is reported."""
+        ref = str(path)
         for target in claude_import_targets(body, path.parent):
             if not os.path.lexists(target):
                 continue  # Claude Code skips a name that is no file too (an @mention, say)
@@ -273,36 +252,93 @@ class ClaudeReader:
         except (OSError, InvalidInput) as e:
             yield SourceItem(ref, error=reason(e))
             return
-        mtype = str(meta.get("type") or "").strip().lower()
-        folder = _auto_memory_dir(path, self.root) or path.parent
-        project = folder.parent.name if folder.name == "memory" else folder.name
-        project = project.strip("-") or "claude"  # Claude Code names it after the path, '/' -> '-'
-        sub = path.parent.relative_to(folder).as_posix() if path.parent != folder else ""
+        yield _auto_memory_item(path, self.root, raw, meta, body)
 
-        kind: str | None = "reference"
-        if path.name == "MEMORY.md" and not sub:
-            title = f"{project} memory index"
-        else:
-            name = str(meta.get("name") or "")
-            title = clean_title(name) or title_from_text(body, path.stem.replace("_", " ").replace("-", " "))
-            kind = _CLAUDE_TYPE_KIND.get(mtype)
-        content = body
-        if meta.get("description"):
-            content = f"> {' '.join(str(meta['description']).split())}\n\n{body.lstrip()}"
-        tags = ["claude-code", "auto-memory", *([mtype] if mtype in _CLAUDE_TYPE_KIND else [])]
-        when = mtime_iso(path)
+
+def _instruction_name(path: Path, by: str | None) -> str:
+    """What a file is called in its memories' titles: `CLAUDE.md`, `rule <name>`, `import <file>`."""
+    if by is not None:
+        return f"import {path.name}"
+    return path.name if path.name in CLAUDE_NAMES else f"rule {path.stem}"
+
+
+def _rule_scope(meta: dict[str, Any]) -> dict[str, Any]:
+    """A conditional rule's scope (`paths:`, the files it is loaded for) as the source entry keeps
+    it; empty for any other file."""
+    scope: dict[str, Any] = {}
+    if meta.get("paths") is not None:
+        paths = meta["paths"]
+        scope["paths"] = [str(x) for x in paths] if isinstance(paths, list) else [str(paths)]
+    return scope
+
+
+def _section_items(
+    path: Path, sections: list[tuple[str, str]], prefix: str, scope: dict[str, Any], by: str | None
+) -> Iterator[SourceItem]:
+    """One memory a section of an instruction file, titled `<prefix> - <heading>`; a rule's scope
+    counts in the digest, so a change of its `paths:` alone makes the section a changed item."""
+    ref = str(path)
+    when = mtime_iso(path)
+    for heading, section in sections:
+        data = section.encode("utf-8")
+        if scope:
+            data += b"\n" + orjson.dumps(scope, option=orjson.OPT_SORT_KEYS)
         yield SourceItem(
-            ref,
-            title=title,
-            content=content,
-            kind=kind,
-            tags=tags,
-            related=wikilinks(body),
+            ref + (f"#{heading}" if heading else ""),
+            title=clean_title(f"{prefix} - {heading}" if heading else prefix),
+            content=section,
+            tags=["claude-code", "claude-md"],
+            related=wikilinks(section),
             created_at=when,
             updated_at=when,
-            digest=digest_of(raw),
-            extra_source={"project": project, **({"folder": sub} if sub else {})},
+            digest=digest_of(data),
+            extra_source={
+                "path": ref,
+                **({"section": heading} if heading else {}),
+                **scope,
+                **({"imported_by": by} if by else {}),
+            },
         )
+
+
+def _auto_memory_item(path: Path, root: Path, raw: bytes, meta: dict[str, Any], body: str) -> SourceItem:
+    """One auto-memory file as a memory: the index (`MEMORY.md`) as a reference, any other file
+    titled by its `name`, of the kind its `type` says, its `description` leading the text."""
+    mtype = str(meta.get("type") or "").strip().lower()
+    project, sub = _auto_memory_place(path, root)
+    kind: str | None = "reference"
+    if path.name == "MEMORY.md" and not sub:
+        title = f"{project} memory index"
+    else:
+        name = str(meta.get("name") or "")
+        title = clean_title(name) or title_from_text(body, path.stem.replace("_", " ").replace("-", " "))
+        kind = _CLAUDE_TYPE_KIND.get(mtype)
+    content = body
+    if meta.get("description"):
+        content = f"> {' '.join(str(meta['description']).split())}\n\n{body.lstrip()}"
+    when = mtime_iso(path)
+    return SourceItem(
+        str(path),
+        title=title,
+        content=content,
+        kind=kind,
+        tags=["claude-code", "auto-memory", *([mtype] if mtype in _CLAUDE_TYPE_KIND else [])],
+        related=wikilinks(body),
+        created_at=when,
+        updated_at=when,
+        digest=digest_of(raw),
+        extra_source={"project": project, **({"folder": sub} if sub else {})},
+    )
+
+
+def _auto_memory_place(path: Path, root: Path) -> tuple[str, str]:
+    """(project, sub-folder) of an auto-memory file: the project its memory folder is named
+    after, and where the file sits below that folder ("" at its top)."""
+    folder = _auto_memory_dir(path, root) or path.parent
+    project = folder.parent.name if folder.name == "memory" else folder.name
+    project = project.strip("-") or "claude"  # Claude Code names it after the path, '/' -> '-'
+    sub = path.parent.relative_to(folder).as_posix() if path.parent != folder else ""
+    return project, sub
 
 
 def read_claude_code(root: Path) -> Iterator[SourceItem]:
