@@ -39,22 +39,39 @@ def _head(path: Path, n: int) -> bytes:
 def detect_format(source: Path) -> tuple[str, str]:
     """(format, why) for a source path."""
     if source.is_file():
-        if source.name in CLAUDE_NAMES:
-            return "claude-code", f"{source.name} is a Claude Code memory file"
-        if source.suffix.lower() in (".json", ".jsonl", ".ndjson"):
-            head = guarded(source, str(source), _head, source, 65536)
-            if b'"frontmatter"' in head and b'"box_memory_export"' in head:
-                return "box-memory", "JSON Lines records from `box-memory export`"
-            if b'"memory"' in head:
-                return "mem0", "JSON items with a 'memory' field (mem0 export)"
-            raise InvalidInput(f"{source}: JSON, but neither a mem0 nor a box-memory export; pass --from")
-        if source.suffix.lower() in TEXT_SUFFIXES:
-            return "markdown", "a single markdown/text file"
-        if source.suffix.lower() == ".zip":
-            return "box-memory", "a zip from `box-memory export --format markdown-zip`"
-        raise InvalidInput(f"{source}: unknown source format; pass --from ({'|'.join(FORMATS)})")
+        return _file_format(source)
     if not source.is_dir():
         raise NotFound(f"import source {source} not found")
+    return _folder_format(source)
+
+
+def _file_format(source: Path) -> tuple[str, str]:
+    """The format of one file, by its name and, for JSON, its first 64 KiB."""
+    if source.name in CLAUDE_NAMES:
+        return "claude-code", f"{source.name} is a Claude Code memory file"
+    suffix = source.suffix.lower()
+    if suffix in (".json", ".jsonl", ".ndjson"):
+        return _json_format(source)
+    if suffix in TEXT_SUFFIXES:
+        return "markdown", "a single markdown/text file"
+    if suffix == ".zip":
+        return "box-memory", "a zip from `box-memory export --format markdown-zip`"
+    raise InvalidInput(f"{source}: unknown source format; pass --from ({'|'.join(FORMATS)})")
+
+
+def _json_format(source: Path) -> tuple[str, str]:
+    """A JSON file is a box-memory export (its records carry `box_memory_export`) or mem0's."""
+    head = guarded(source, str(source), _head, source, 65536)
+    if b'"frontmatter"' in head and b'"box_memory_export"' in head:
+        return "box-memory", "JSON Lines records from `box-memory export`"
+    if b'"memory"' in head:
+        return "mem0", "JSON items with a 'memory' field (mem0 export)"
+    raise InvalidInput(f"{source}: JSON, but neither a mem0 nor a box-memory export; pass --from")
+
+
+def _folder_format(source: Path) -> tuple[str, str]:
+    """The format of a folder, first match wins: an unpacked export, an auto-memory folder, a
+    basic-memory project (half the notes sampled carry a permalink), Claude Code files, markdown."""
     member = source / EXPORT_MEMBER
     if member.is_file() and not member.is_symlink():
         head = guarded(member, str(member), _head, member, 65536)
@@ -62,17 +79,7 @@ def detect_format(source: Path) -> tuple[str, str]:
             return "box-memory", f"an unpacked markdown-zip export ({EXPORT_MEMBER})"
     if (source / "MEMORY.md").is_file() and source.name == "memory":
         return "claude-code", "a Claude Code auto-memory folder (MEMORY.md)"
-    sampled = with_permalink = 0
-    for path in walk(source, (".md",)):
-        sampled += 1
-        try:
-            head = guarded(path, str(path), _head, path, 2048)  # timed in Box Drive (online-only)
-        except (OSError, UnreadableFile):
-            continue  # a FIFO, a device or a file Box Drive does not deliver; the read step reports it
-        if head.startswith(b"---") and re.search(rb"^permalink:", head, re.M):
-            with_permalink += 1
-        if sampled >= 50:
-            break
+    sampled, with_permalink = _sample_permalinks(source)
     if with_permalink and with_permalink * 2 >= sampled:
         return (
             "basic-memory",
@@ -87,3 +94,21 @@ def detect_format(source: Path) -> tuple[str, str]:
     if sampled or any(True for _ in walk(source)):
         return "markdown", "a folder of markdown/text files"
     raise InvalidInput(f"{source}: no markdown, text or JSON memories found")
+
+
+def _sample_permalinks(source: Path) -> tuple[int, int]:
+    """(notes sampled, those whose frontmatter has a basic-memory `permalink`) of the first 50
+    `.md` files, each read only as far as its first 2 KiB (an unreadable one counts, but does not
+    end the sample)."""
+    sampled = with_permalink = 0
+    for path in walk(source, (".md",)):
+        sampled += 1
+        try:
+            head = guarded(path, str(path), _head, path, 2048)  # timed in Box Drive (online-only)
+        except (OSError, UnreadableFile):
+            continue  # a FIFO, a device or a file Box Drive does not deliver; the read step reports it
+        if head.startswith(b"---") and re.search(rb"^permalink:", head, re.M):
+            with_permalink += 1
+        if sampled >= 50:
+            break
+    return sampled, with_permalink
