@@ -254,21 +254,8 @@ def _read_items(ws: Workspace, source: Path, fmt: str, report: ImportReport) -> 
     return kept
 
 
-def run_import(
-    ws: Workspace,
-    source: Path,
-    *,
-    fmt: str | None = None,
-    team: str | None = None,
-    dry_run: bool = False,
-) -> ImportReport:
-    """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch.
-    An item whose source ref an earlier import wrote, but whose bytes changed since, supersedes
-    that memory (or the current end of its chain)."""
-    from box_memory.write.checks import infer_kind
-    from box_memory.write.prepare import prepare_write
-
-    source = source.expanduser().absolute()
+def _checked_format(ws: Workspace, source: Path, fmt: str | None, team: str | None) -> tuple[str, str | None]:
+    """The source's format (given, or detected with the reason) once the source fits it."""
     fmt = FORMAT_ALIASES.get(fmt, fmt) if fmt is not None else None
     if fmt is not None and fmt not in FORMATS:
         raise InvalidInput(f"unknown import format {fmt!r} (expected one of: {', '.join(FORMATS)})")
@@ -285,86 +272,133 @@ def run_import(
         raise InvalidInput(f"a {fmt} source is a folder: {source}")
     if team is not None:
         ws.require_team(team)
+    return fmt, detected
+
+
+@dataclass
+class _Planner:
+    """Decides item by item what an import writes: skipped when imported before, superseding its
+    earlier import when its bytes changed, refused when the source repeats it; the rest prepared
+    as `box-memory write` prepares one (nothing written)."""
+
+    ws: Workspace
+    fmt: str
+    team: str | None
+    known: Known
+    report: ImportReport
+    successors: set[str]  # ids a later record supersedes: written live, then superseded
+    imported_at: str = field(default_factory=now_iso)
+    planned: list[Planned] = field(default_factory=list)
+    seen_ids: set[str] = field(default_factory=set)
+    seen_refs: set[str] = field(default_factory=set)
+
+    def add(self, it: SourceItem) -> None:
+        from box_memory.write.prepare import prepare_write
+
+        if it.error is not None:
+            self.report.errors.append({"ref": it.ref, "reason": it.error})
+            return
+        replaces = self._replaces(it)
+        if replaces is False:
+            return
+        if it.keep_id and it.keep_id in self.seen_ids:
+            self.report.errors.append({"ref": it.ref, "reason": "duplicate id in the source"})
+            return
+        if it.supersedes and it.supersedes not in self.known.ids and it.supersedes not in self.seen_ids:
+            self.report.warnings.append(f"{it.ref}: supersedes {it.supersedes}, which is not in the "
+                                        "workspace or the import; written without the link")  # fmt: skip
+            it.supersedes = None
+        if isinstance(replaces, str):
+            it.supersedes = replaces
+        try:
+            team = self.team or _team_for(self.ws, it)
+            req = _request(it, self.fmt, team, self.imported_at, it.keep_id in self.successors)
+            prepared = prepare_write(self.ws, req)
+        except BoxMemoryError as e:
+            self.report.errors.append({"ref": it.ref, "reason": str(e)})
+            return
+        self.planned.append(Planned(it, prepared))
+        self.known.digests.add(it.digest)
+        if it.keep_id:
+            self.seen_ids.add(it.keep_id)
+
+    def _replaces(self, it: SourceItem) -> str | bool:
+        """False: not written (reported); a memory id: the earlier import this item supersedes;
+        True: written as new."""
+        if it.keep_id:
+            if it.keep_id in self.known.ids:
+                self.report.skipped.append({"ref": it.ref, "reason": "already imported"})
+                return False
+            return True
+        last = self.known.by_ref.get((self.fmt, it.ref))
+        if (last is not None and last[1] == it.digest) or (last is None and it.digest in self.known.digests):
+            self.report.skipped.append({"ref": it.ref, "reason": "already imported"})
+            return False
+        replaces: str | bool = True
+        if last is not None:
+            current = self.known.current(last[0])
+            if current is None:
+                self.report.skipped.append({"ref": it.ref, "reason": f"changed, but {last[0]} was "
+                                            "archived in the workspace; not imported again"})  # fmt: skip
+                return False
+            replaces = str(current.get("id"))
+        if it.ref in self.seen_refs:
+            self.report.errors.append({"ref": it.ref, "reason": "duplicate item in the source"})
+            return False
+        self.seen_refs.add(it.ref)
+        return replaces
+
+
+def _would_write(planned: list[Planned], placed: list[PlacedCompanion]) -> list[dict[str, Any]]:
+    """What a dry run reports: each companion and memory the import would write, and where."""
+    from box_memory.write.checks import infer_kind
+
+    rows = [
+        {"ref": c.item.ref, "title": c.item.title, "kind": "companion", "folder": c.folder + "/"}
+        for c in placed
+    ]
+    rows += [
+        {"ref": pl.item.ref, "title": pl.prepared.title or pl.item.title,
+         "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/",
+         **({"supersedes": pl.item.supersedes} if pl.item.supersedes and not pl.item.keep_id else {})}
+        for pl in planned
+    ]  # fmt: skip
+    return rows
+
+
+def run_import(
+    ws: Workspace,
+    source: Path,
+    *,
+    fmt: str | None = None,
+    team: str | None = None,
+    dry_run: bool = False,
+) -> ImportReport:
+    """Read SOURCE, skip what is already imported, validate each item, write the rest in one batch.
+    An item whose source ref an earlier import wrote, but whose bytes changed since, supersedes
+    that memory (or the current end of its chain)."""
+    source = source.expanduser().absolute()
+    fmt, detected = _checked_format(ws, source, fmt, team)
     report = ImportReport(str(source), fmt, detected, dry_run)
     items = _read_items(ws, source, fmt, report)
     report.items = len(items)
     if team is None:
         check_teams(ws, items)
-
     folders = sorted({ws.memories_folder(ws.require_team(team or _team_for(ws, it))) for it in items
                       if it.error is None})  # fmt: skip
     known = existing_keys(ws, folders)
-    ids, digests = known.ids, known.digests
-    imported_at = now_iso()
-    planned: list[Planned] = []
-    seen_ids: set[str] = set()
-    seen_refs: set[str] = set()
-    # ids that a later record of this import supersedes: written live, then superseded in order.
     successors = {it.supersedes for it in items if it.error is None and it.supersedes}
     companions = [it for it in items if it.error is None and it.kind == "companion" and it.keep_id]
+    planner = _Planner(ws, fmt, team, known, report, successors)
     companion_items = {id(it) for it in companions}
     for it in items:
-        if id(it) in companion_items:
-            continue
-        if it.error is not None:
-            report.errors.append({"ref": it.ref, "reason": it.error})
-            continue
-        replaces: str | None = None
-        if it.keep_id:
-            if it.keep_id in ids:
-                report.skipped.append({"ref": it.ref, "reason": "already imported"})
-                continue
-        else:
-            last = known.by_ref.get((fmt, it.ref))
-            if (last is not None and last[1] == it.digest) or (last is None and it.digest in digests):
-                report.skipped.append({"ref": it.ref, "reason": "already imported"})
-                continue
-            if last is not None:
-                current = known.current(last[0])
-                if current is None:
-                    report.skipped.append({"ref": it.ref, "reason": f"changed, but {last[0]} was archived "
-                                           "in the workspace; not imported again"})  # fmt: skip
-                    continue
-                replaces = str(current.get("id"))
-            if it.ref in seen_refs:
-                report.errors.append({"ref": it.ref, "reason": "duplicate item in the source"})
-                continue
-            seen_refs.add(it.ref)
-        if it.keep_id and it.keep_id in seen_ids:
-            report.errors.append({"ref": it.ref, "reason": "duplicate id in the source"})
-            continue
-        if it.supersedes and it.supersedes not in ids and it.supersedes not in seen_ids:
-            report.warnings.append(f"{it.ref}: supersedes {it.supersedes}, which is not in the workspace or "
-                                   "the import; written without the link")  # fmt: skip
-            it.supersedes = None
-        if replaces is not None:
-            it.supersedes = replaces
-        try:
-            req = _request(it, fmt, team or _team_for(ws, it), imported_at, it.keep_id in successors)
-            p = prepare_write(ws, req)
-        except BoxMemoryError as e:
-            report.errors.append({"ref": it.ref, "reason": str(e)})
-            continue
-        planned.append(Planned(it, p))
-        digests.add(it.digest)
-        if it.keep_id:
-            seen_ids.add(it.keep_id)
-
+        if id(it) not in companion_items:
+            planner.add(it)
     placed = _place_companions(ws, companions, known, team, report)
     if dry_run:
-        report.would_write = [
-            {"ref": c.item.ref, "title": c.item.title, "kind": "companion", "folder": c.folder + "/"}
-            for c in placed
-        ]
-        report.would_write += [
-            {"ref": pl.item.ref, "title": pl.prepared.title or pl.item.title,
-             "kind": pl.prepared.kind or infer_kind(pl.prepared.content), "folder": pl.prepared.folder + "/",
-             **({"supersedes": pl.item.supersedes} if pl.item.supersedes and not pl.item.keep_id else {})}
-            for pl in planned
-        ]  # fmt: skip
+        report.would_write = _would_write(planner.planned, placed)
         return report
-
-    _commit_import(ws, planned, placed, report)
+    _commit_import(ws, planner.planned, placed, report)
     return report
 
 

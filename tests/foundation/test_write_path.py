@@ -25,6 +25,8 @@ CALLERS = [
     PKG / "transfer" / "importer.py",
 ]
 MOST_LINES = 60
+# The path itself: the write room, and the import run that plans a batch for it.
+ON_THE_PATH = [*WRITE, PKG / "transfer" / "importer.py"]
 
 
 def _tree(path: Path) -> ast.Module:
@@ -47,7 +49,7 @@ def _rel(path: Path) -> str:
     return path.relative_to(PKG).as_posix()
 
 
-@pytest.mark.parametrize("path", WRITE, ids=_rel)
+@pytest.mark.parametrize("path", ON_THE_PATH, ids=_rel)
 def test_no_function_on_the_write_path_is_longer_than_60_lines(path: Path) -> None:
     long = [
         f"{n.name} ({n.end_lineno - n.lineno + 1} lines, line {n.lineno})"
