@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from typing import Any
 
 import anyio
@@ -290,6 +291,14 @@ def _content_type(response: httpx2.Response) -> str:
     return response.headers.get("content-type", "").partition(";")[0].strip().lower()
 
 
+def _tls(url: httpx2.URL) -> ssl.SSLContext | bool:
+    """Certificate checks as httpx2's default for https; for a plain-http endpoint (the emulator,
+    a local proxy) a context without CA certificates, since this client never leaves the
+    endpoint's origin: loading them would cost a local command tens of milliseconds for nothing,
+    and the bare context still verifies, so it would refuse any TLS peer."""
+    return True if url.scheme == "https" else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 def _same_origin(a: httpx2.URL, b: httpx2.URL) -> bool:
     return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
 
@@ -309,7 +318,9 @@ class McpHttp:
     ) -> None:
         self.url = httpx2.URL(url)
         self.http = httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0))
+            headers=headers,
+            timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0)),
+            verify=_tls(self.url),
         )
         self.timeout = timeout
         self.request_timeout = request_timeout

@@ -438,3 +438,20 @@ def test_the_emulator_session_lost_on_restart_over_sse(sse_emu: Emulator, tmp_pa
         sse_emu.stop()
         sse_emu.start()  # a stateful server forgets its sessions
         assert client.call("who_am_i", {})["type"] == "user"
+
+
+def test_a_plain_http_endpoint_loads_no_ca_certificates_but_still_verifies() -> None:
+    """Loading the CA bundle cost a local command tens of milliseconds; an http endpoint never
+    needs it (redirects stay on its origin), and the bare context would still refuse a TLS peer."""
+    import ssl
+
+    from box_memory.box.mcp_http import McpHttp
+
+    def context(url: str) -> ssl.SSLContext:
+        wire = McpHttp(url, headers={}, timeout=1.0, request_timeout=None, client_info={})
+        return wire.http._transport._pool._ssl_context  # type: ignore[attr-defined,no-any-return]
+
+    bare = context("http://127.0.0.1:1/")
+    assert bare.cert_store_stats()["x509_ca"] == 0
+    assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert context("https://mcp.box.com/").cert_store_stats()["x509_ca"] > 0
