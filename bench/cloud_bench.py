@@ -301,7 +301,7 @@ calls). Python {platform.python_version()}; other jobs shared the 2 cores during
   3-folder workspace (met: 2), write <= 10 (met: 10). Previous run (before listing reuse and the
   lease change): warm recall 7, write 16, write --supersedes 18, status 7.
 - A cold `python -m box_memory recall` process took {cold_ms:.0f} ms: interpreter start and
-  imports (the MCP SDK and pydantic alone take ~0.6 s) on top of the in-process figure.
+  imports on top of the in-process figure (bench/cli_cloud_bench.py times commands as processes).
 """
     start = text.find("## Cloud")
     if start == -1:

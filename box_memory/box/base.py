@@ -2,7 +2,7 @@
 
 The client is built in layers, each a class over the one before: this base, the retry policy and
 the classification of failures (retry.py), the MCP session and its catalogue (session.py), and the
-tool calls (client.py).
+tool calls (client.py). The protocol itself is spoken by mcp_http.py.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.abc
-import httpx2
 from anyio.from_thread import BlockingPortal
-from mcp import Client
 
 from box_memory import settings
+from box_memory.box.mcp_http import McpHttp
 from box_memory.box.tokens import StaticToken, TokenSource
 from box_memory.box.transport import default_url
 from box_memory.errors import AuthError, BackendUnavailable, BoxMemoryError
@@ -32,12 +30,9 @@ __all__ = ["GRACE_CAP_S", "ClientBase", "Connection", "SleepFn"]
 
 @dataclass
 class Connection:
-    """One live MCP session, owned by its own task (anyio scopes must exit where they were entered)."""
+    """One live MCP session; `dead` once a failure showed it broken (the next call reconnects)."""
 
-    client: Client
-    http: httpx2.AsyncClient
-    stop: anyio.Event
-    done: anyio.Event
+    client: McpHttp
     dead: BaseException | None = None
 
 
@@ -103,9 +98,6 @@ class ClientBase:
         self._secrets: set[str] = set()
         self._portal: BlockingPortal | None = None
         self._portal_cm: Any = None
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._supervisor_stop: anyio.Event | None = None
-        self._supervisor_future: Any = None
         self._conn: Connection | None = None
         self._conn_lock: anyio.Lock | None = None
         self._refresh_lock: anyio.Lock | None = None

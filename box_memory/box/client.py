@@ -1,18 +1,16 @@
 """The Box MCP client: tool calls over one MCP session per command (the network is reached only
 through it and the modules it is built from).
 
-A synchronous facade (the CLI is synchronous) over the async `mcp.Client` with the streamable
-HTTP transport, kept open for the lifetime of one command inside a blocking portal thread.
+A synchronous facade (the CLI is synchronous) over an async MCP session (mcp_http.py: the
+streamable HTTP transport spoken on httpx2, without the `mcp` SDK and its start-up cost), kept
+open for the lifetime of one command inside a blocking portal thread.
 
-How HTTP problems reach us: mcp 2.3's streamable HTTP transport reduces every HTTP status >= 400 to
-one `MCPError("Server returned an error response")` and lets a transport exception (connection
-refused, read timeout) escape its task group, which tears the whole session down. So the
-`httpx2.AsyncClient` we hand to the SDK gets a recording transport: it stores the status, headers
-or transport exception of each MCP POST in an `Exchange` that the calling task put in a context
-variable (the SDK runs each request's POST in a copy of the sender's context), and it turns a
-transport exception into a synthetic 599 answer so that only that request fails, not the session.
-The call then reads the `Exchange` to decide: refresh the token (401), back off (429 + Retry-After,
-5xx, transport errors) or give up with a typed error.
+How HTTP problems reach us: the wire notes the status, headers or transport exception of each
+request's POST in an `Exchange` the call hands it (transport.py), and raises what it met (an
+`MCPError` for a JSON-RPC error, `HTTPStatusError`, `InvalidMessage` for what is not MCP, the
+transport exception). The call then reads both to decide: refresh the token (401), back off
+(429 + Retry-After, 5xx, transport errors), reconnect (the server ended the session) or give up
+with a typed error.
 
 The deadline: a client carries one command's budget (`deadline_s`, default
 `BOX_MEMORY_DEADLINE_S`, counted from when the client is made; one client serves one command).
@@ -23,14 +21,13 @@ design (brain-sync) pass `deadline_s=None`.
 
 The client is built in layers, each a class over the one before: its settings, state and
 deadline (base.py), the retry policy (retry.py), the session and its catalogue (session.py) and,
-here, the tool calls. The token source is tokens.py, the recording transport transport.py, the
-catalogue kept on disk catalogue.py.
+here, the tool calls. The token source is tokens.py, the wire mcp_http.py, what HTTP saw
+transport.py, the catalogue kept on disk catalogue.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -38,11 +35,12 @@ import anyio
 from anyio.from_thread import start_blocking_portal
 
 from box_memory.box.catalogue import schema_error
+from box_memory.box.mcp_http import check_output
 from box_memory.box.payload import unwrap, unwrap_text
 from box_memory.box.retry import Transient
 from box_memory.box.schema import shape_args
 from box_memory.box.session import Session
-from box_memory.box.transport import EXCHANGE, Exchange
+from box_memory.box.transport import Exchange
 from box_memory.errors import (
     AuthError,
     BackendUnavailable,
@@ -92,10 +90,6 @@ READ_TOOLS = frozenset(
 )
 """The tools brain-sync may call (its read-only allowlist, docs/spec/brain-sync.md)."""
 
-# The SDK logs transport hiccups we already turn into typed errors; without a handler Python's
-# last-resort handler would print them (with tracebacks) on a CLI's stderr.
-logging.getLogger("mcp").addHandler(logging.NullHandler())
-
 
 class BoxMCPClient(Session):
     """One MCP session per command, with typed errors, retries and token refresh.
@@ -127,7 +121,6 @@ class BoxMCPClient(Session):
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         try:
-            self._supervisor_future, _ = self._portal.start_task(self._supervise)
             self._portal.call(self._bounded, self._aopen)
         except BoxMemoryError as exc:
             self.close()
@@ -144,9 +137,6 @@ class BoxMCPClient(Session):
         try:
             with contextlib.suppress(Exception):
                 portal.call(self._aclose)
-            if self._supervisor_future is not None:
-                with contextlib.suppress(Exception):
-                    self._supervisor_future.result(timeout=self.timeout + 5)
         finally:
             cm, self._portal_cm = self._portal_cm, None
             if cm is not None:
@@ -217,20 +207,21 @@ class BoxMCPClient(Session):
         self._check_call(name)
         args = shape_args(name, args, self.tools[name].get("inputSchema"))
 
+        output_schema = self.tools[name].get("outputSchema")
+
         async def attempt() -> Any:
             conn = await self._live()
             exchange = Exchange()
-            token = EXCHANGE.set(exchange)
             self.call_count += 1
             try:
-                result = await conn.client.call_tool(name, args)
+                result = await conn.client.call_tool(name, args, exchange)
+                if isinstance(output_schema, dict) and result.get("isError") is not True:
+                    check_output(name, output_schema, result)
             except Exception as exc:
                 problem = self._classify_failure(exchange, exc, tool=name)
                 if isinstance(problem, Transient) and problem.reconnect:
                     conn.dead = conn.dead or exc
                 raise problem from None
-            finally:
-                EXCHANGE.reset(token)
             try:
                 return reader(name, result)
             except BoxToolError as exc:
@@ -240,7 +231,7 @@ class BoxMCPClient(Session):
             return await self._retrying(attempt, retries=self.max_retries)
         except BoxMemoryError:
             raise
-        except Exception as exc:  # never let an SDK surprise escape untyped
+        except Exception as exc:  # never let a surprise escape untyped
             raise BoxToolError(f"Box tool {name} failed unexpectedly: {type(exc).__name__}: {exc}") from None
 
     async def _acall_many(self, batch: Sequence[tuple[str, dict[str, Any]]], concurrency: int) -> list[Any]:

@@ -6,17 +6,21 @@ command's deadline.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import anyio.to_thread
 import httpx2
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
-from pydantic import ValidationError
 
 from box_memory.box.base import ClientBase
+from box_memory.box.mcp_http import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    HTTPStatusError,
+    InvalidMessage,
+    MCPError,
+    UnsupportedVersion,
+)
 from box_memory.box.payload import tool_error
 from box_memory.box.tokens import AUTH_HINT
 from box_memory.box.transport import Exchange, body_retry_after, transport_reason
@@ -29,9 +33,7 @@ from box_memory.errors import (
     ToolMissing,
 )
 
-__all__ = ["REQUEST_TIMEOUT_CODE", "Retrying", "Transient", "Unauthorized"]
-
-REQUEST_TIMEOUT_CODE = -32001  # JSON-RPC code the SDK uses when its own read timeout fires
+__all__ = ["Retrying", "Transient", "Unauthorized"]
 
 
 class Transient(Exception):
@@ -129,7 +131,7 @@ class Retrying(ClientBase):
             self._secrets.add(new)
             conn = self._conn
             if conn is not None:
-                conn.http.headers["Authorization"] = f"Bearer {new}"
+                conn.client.http.headers["Authorization"] = f"Bearer {new}"
 
     def _unreachable(self, reason: str) -> BackendUnavailable:
         return BackendUnavailable(f"Box MCP server not reachable at {self.url}: {reason}")
@@ -137,12 +139,8 @@ class Retrying(ClientBase):
     def _classify_failure(
         self, exchange: Exchange, exc: BaseException, *, tool: str | None, established: bool = True
     ) -> Exception:
-        """Turn an SDK exception plus what the HTTP layer saw into Transient/Unauthorized/typed error."""
-        if isinstance(exc, BaseExceptionGroup):
-            leaves = list(_leaves(exc))
-            exc = next(
-                (e for e in leaves if isinstance(e, httpx2.TransportError)), leaves[0] if leaves else exc
-            )
+        """Turn a failure of the wire (mcp_http.py) plus what the HTTP layer saw into
+        Transient/Unauthorized/typed error."""
         if isinstance(exc, Transient | Unauthorized | BoxMemoryError):
             return exc
         if exchange.error is not None:
@@ -156,10 +154,11 @@ class Retrying(ClientBase):
             # A stateful server forgot our session (it restarted): open a new one and retry.
             return Transient(self._unreachable("session ended by the server"), reconnect=True)
         if status is not None and status >= 400:
-            return self._classify_status(status, exchange)
+            detail = exc.detail if isinstance(exc, HTTPStatusError) else None
+            return self._classify_status(status, exchange, detail)
         what = f"Box tool {tool}" if tool else f"Box MCP server at {self.url}"
         if isinstance(exc, MCPError):
-            if exc.code == REQUEST_TIMEOUT_CODE or isinstance(exc.__cause__, TimeoutError):
+            if exc.code == REQUEST_TIMEOUT:
                 return Transient(self._unreachable(f"no answer within {self.timeout * 2 + 5:g} s"))
             if exc.code == CONNECTION_CLOSED:
                 return Transient(self._unreachable("connection closed"), reconnect=True)
@@ -168,15 +167,15 @@ class Retrying(ClientBase):
                 if isinstance(mapped, ToolMissing | ToolDisabled):
                     return mapped
             return BoxToolError(f"{what} failed: MCP error {exc.code}: {exc.message}")
-        if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
-            return Transient(self._unreachable("connection closed"), reconnect=True)
+        if isinstance(exc, UnsupportedVersion):
+            return BackendUnavailable(f"Box MCP server at {self.url} cannot be used: {exc}")
+        if isinstance(exc, InvalidMessage):
+            return BoxToolError(f"{what} sent an answer that is not valid MCP ({exc})")
         if isinstance(exc, TimeoutError):
             return Transient(self._unreachable(f"no answer within {self.timeout:g} s"))
-        if isinstance(exc, ValidationError):
-            return BoxToolError(f"{what} sent an answer that is not valid MCP ({exc.error_count()} problems)")
         return BoxToolError(f"{what} failed: {type(exc).__name__}: {exc}")
 
-    def _classify_status(self, status: int, exchange: Exchange) -> Exception:
+    def _classify_status(self, status: int, exchange: Exchange, detail: str | None = None) -> Exception:
         if status == 401:
             return Unauthorized()
         if status == 429:
@@ -196,7 +195,8 @@ class Retrying(ClientBase):
             )
         if status == 404:
             return BackendUnavailable(f"no MCP endpoint at {self.url} (404) - check BOX_MCP_URL")
-        return BackendUnavailable(f"Box MCP server at {self.url} answered HTTP {status}")
+        said = f": {detail}" if detail else ""
+        return BackendUnavailable(f"Box MCP server at {self.url} answered HTTP {status}{said}")
 
     def _classify_box_error(self, exc: BoxToolError) -> Exception:
         """A Box API error relayed by a tool: 401 refreshes, 429/5xx are retried, the rest is final."""
@@ -205,11 +205,3 @@ class Retrying(ClientBase):
         if exc.status is not None and (exc.status == 429 or exc.status >= 500):
             return Transient(exc, retry_after=body_retry_after(exc.body, math.inf))
         return exc
-
-
-def _leaves(group: BaseException) -> Iterator[BaseException]:
-    if isinstance(group, BaseExceptionGroup):
-        for inner in group.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield group

@@ -1,15 +1,13 @@
-"""The Box MCP client's HTTP side: the server's URL, the recording transport that notes each MCP
-POST's status, headers or transport error in the calling task's `Exchange` (see client.py), and
-what those mean: Retry-After in seconds, a short reason for a transport failure."""
+"""The Box MCP client's HTTP side: the server's URL, the `Exchange` in which the wire (mcp_http.py)
+notes each request's HTTP status, headers or transport error for the retry policy, and what those
+mean: Retry-After in seconds, a short reason for a transport failure."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import math
 import socket
 import time
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -20,16 +18,13 @@ from box_memory import settings
 
 __all__ = [
     "DEFAULT_URL",
-    "EXCHANGE",
     "Exchange",
-    "RecordingTransport",
     "body_retry_after",
     "default_url",
     "transport_reason",
 ]
 
 DEFAULT_URL = settings.DEFAULT_MCP_URL
-_SYNTHETIC_STATUS = 599  # what the recording transport answers in place of a transport exception
 
 
 def default_url() -> str:
@@ -39,7 +34,7 @@ def default_url() -> str:
 
 @dataclass
 class Exchange:
-    """What the HTTP layer saw for the MCP request(s) of one attempt."""
+    """What the HTTP layer saw for the MCP request of one attempt (the last POST's answer)."""
 
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -47,56 +42,6 @@ class Exchange:
 
     def retry_after(self, cap: float) -> float | None:
         return _retry_after_seconds(self.headers.get("retry-after"), cap)
-
-
-EXCHANGE: ContextVar[Exchange | None] = ContextVar("box_mcp_exchange", default=None)
-
-
-class _RecordingStream(httpx2.AsyncByteStream):
-    """Response body that records a mid-body transport failure and ends the body instead."""
-
-    def __init__(self, inner: httpx2.AsyncByteStream, exchange: Exchange | None) -> None:
-        self._inner = inner
-        self._exchange = exchange
-
-    async def __aiter__(self) -> Any:
-        try:
-            async for chunk in self._inner:
-                yield chunk
-        except httpx2.TransportError as exc:
-            if self._exchange is not None:
-                self._exchange.error = exc
-            # Ending the body makes the SDK fail this one request (parse error / stream ended)
-            # rather than crash the session's task group.
-
-    async def aclose(self) -> None:
-        with contextlib.suppress(httpx2.TransportError):
-            await self._inner.aclose()
-
-
-class RecordingTransport(httpx2.AsyncBaseTransport):
-    """Records status/headers/transport errors of MCP POSTs into the caller's `Exchange`."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        exchange = EXCHANGE.get() if request.method == "POST" else None
-        try:
-            response = await self._inner.handle_async_request(request)
-        except httpx2.TransportError as exc:
-            if exchange is not None:
-                exchange.error = exc
-            return httpx2.Response(_SYNTHETIC_STATUS, request=request)
-        if exchange is not None:
-            exchange.status = response.status_code
-            exchange.headers = {k.lower(): v for k, v in response.headers.items()}
-        if isinstance(response.stream, httpx2.AsyncByteStream):
-            response.stream = _RecordingStream(response.stream, exchange)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def _retry_after_seconds(value: Any, cap: float) -> float | None:

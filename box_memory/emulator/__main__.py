@@ -51,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="legacy: initialize handshake only; dual: also the 2026 per-request protocol",
     )
     p.add_argument("--sessions", choices=["stateless", "stateful"], default="stateless")
+    p.add_argument(
+        "--responses",
+        choices=["json", "sse"],
+        default="json",
+        help="answer requests with one JSON object or with an SSE stream",
+    )
+    p.add_argument("--tool-page", type=int, default=0, help="tools/list pages of N tools (0: one page)")
     p.add_argument("--latency-ms", type=float, default=0, help="delay added to every tool call")
     p.add_argument("--error-rate", type=float, default=0.0, help="fraction of tool calls that fail")
     p.add_argument(
@@ -110,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             listing=args.listing,
             era=args.era,
             sessions=args.sessions,
+            responses=args.responses,
+            tool_page=args.tool_page,
             latency_ms=args.latency_ms,
             error_rate=args.error_rate,
             error_kinds=args.error_kinds,

@@ -7,7 +7,8 @@ all state, so tests can kill the server mid-run. Its HTTP layer (auth, faults) i
 
 Guess about the real service: sessions "stateless" (default): no Mcp-Session-Id, so a restarted
 server just carries on; "stateful" issues session ids, which a restart invalidates (the client
-sees 404 and must reconnect).
+sees 404 and must reconnect). Answers come as one JSON object (default) or, with responses "sse",
+as an SSE stream (the transport allows both; a client must read either).
 """
 
 from __future__ import annotations
@@ -226,8 +227,20 @@ class Emulator:
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
+        from mcp import MCPError
 
-        return types.ListToolsResult(tools=self._tool_catalogue())
+        tools = self._tool_catalogue()
+        size = self.switches.tool_page
+        if not size:
+            return types.ListToolsResult(tools=tools)
+        cursor = getattr(params, "cursor", None) or "0"
+        if not cursor.isdigit():
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor: {cursor}")
+        start = int(cursor)
+        more = start + size < len(tools)
+        return types.ListToolsResult(
+            tools=tools[start : start + size], next_cursor=str(start + size) if more else None
+        )
 
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         import anyio
@@ -349,7 +362,7 @@ class Emulator:
         )
         inner = server.streamable_http_app(
             streamable_http_path="/",
-            json_response=True,
+            json_response=self.switches.responses == "json",
             stateless_http=self.switches.sessions == "stateless",
             host=HOST,
             max_request_body_size=MAX_BODY,

@@ -17,13 +17,14 @@ _CHOICES = {
     "listing": ("mini", "full"),
     "era": ("legacy", "dual"),
     "sessions": ("stateless", "stateful"),
+    "responses": ("json", "sse"),
     "user": ("full", "mini"),
 }
 
 
 @dataclass(frozen=True)
 class Switches:
-    """Behaviour switches; all but `sessions` take effect on the next request."""
+    """Behaviour switches; all but `sessions` and `responses` take effect on the next request."""
 
     paging: str = "marker"
     shape: str = "structured"
@@ -31,6 +32,8 @@ class Switches:
     listing: str = "mini"
     era: str = "legacy"
     sessions: str = "stateless"
+    responses: str = "json"  # requests answered with one JSON object, or with an SSE stream
+    tool_page: int = 0  # tools/list pages of this many tools, with nextCursor (0: one page)
     latency_ms: float = 0
     error_rate: float = 0.0
     error_kinds: tuple[str, ...] = ("429", "500")
@@ -69,8 +72,10 @@ class Switches:
         for name in ("error_rate", "drop_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1")
-        if self.latency_ms < 0 or self.search_lag_s < 0 or self.retry_after_s < 0 or self.page_cap < 0:
-            raise ValueError("latency_ms, search_lag_s, retry_after_s and page_cap must not be negative")
+        if min(self.latency_ms, self.search_lag_s, self.retry_after_s, self.page_cap, self.tool_page) < 0:
+            raise ValueError(
+                "latency_ms, search_lag_s, retry_after_s, page_cap and tool_page must not be negative"
+            )
         return self
 
 
@@ -94,6 +99,6 @@ def coerce(name: str, value: Any) -> Any:
         "upload_text_only",
     ):
         return bool(value)
-    if name in ("total_skew", "page_cap", "content_pending"):
+    if name in ("total_skew", "page_cap", "content_pending", "tool_page"):
         return int(value)
     return value
