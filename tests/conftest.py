@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,16 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     ):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture
+def dev_zero_mode() -> Iterator[int]:
+    """/dev/zero's mode before the test; put back after it if a regression changed it (as root a
+    chmod through a link to /dev/zero succeeds, and would break every other program here)."""
+    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
+    yield before
+    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
+        os.chmod("/dev/zero", before)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from box_memory.format import frontmatter
+from tests.helpers.corpus import mem_id
 
 HOSTILE = "<img src=x onerror=\"alert(1)\"> & <script>alert(2)<script> 'quoted'"
 AGENTS = ("claude-code", "codex", "release-bot")
@@ -22,15 +23,6 @@ TOPICS = [
     ("task", "Rotate keys", "- [ ] rotate the signing keys"),
     ("reference", "Runbook", "The on-call runbook lives in the wiki."),
 ]
-
-
-def _ulid(n: int) -> str:
-    digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    out = ""
-    for _ in range(26):
-        out = digits[n % 32] + out
-        n //= 32
-    return "mem_" + out
 
 
 def _iso(t: dt.datetime) -> str:
@@ -69,7 +61,7 @@ def _file(
 
     slug = slugify(title) + (f"-{take + 1}" if take else "")
     meta = {
-        "id": _ulid(10**12 + serial),
+        "id": mem_id(10**12 + serial),
         "slug": slug,
         "title": title,
         "aliases": [title],

@@ -21,9 +21,12 @@ from tests.audit.demo import build
 from tests.conftest import Cli
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does)"
+    ),
+    pytest.mark.slow,  # a headless browser renders the report
+]
 WIDTH, HEIGHT = 1280, 1600
 CURRENT_NODE = (0xE6, 0xF4, 0xEA)  # the graph's fill for a chain's current memory
 

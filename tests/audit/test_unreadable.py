@@ -1,9 +1,10 @@
 """A team folder this user may not read: `log` and the report skip it and name it, never call it
-empty or missing (run as an unprivileged user, as tests/integrity/test_unreadable_teams.py does)."""
+empty or missing (run as an unprivileged user: tests/helpers/unprivileged.py)."""
 
 from __future__ import annotations
 
-from tests.integrity.test_unreadable_teams import Box, box  # noqa: F401 - the pytest fixture
+from tests.helpers.unprivileged import Box
+from tests.integrity.test_unreadable_teams import box  # noqa: F401 - the pytest fixture
 
 
 def test_log_and_report_name_a_folder_they_may_not_read(box: Box) -> None:  # noqa: F811

@@ -8,23 +8,16 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from box_memory.box import credentials, oauth
+from tests.helpers.child import run_bounded
 
 HANG_LIMIT_S = 60  # far above a normal run (about a second); a hang fails here, not the suite
 MEMORY_LIMIT = 2 * 1024**3  # address space of the child: reading /dev/zero fails fast, not the machine
-
-
-def _limit_memory() -> None:
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def bm(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -32,25 +25,7 @@ def bm(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOX_")}
     env["BOX_MEMORY_HOME"] = str(home)
     env["BOX_MCP_URL"] = "http://127.0.0.1:9/"  # never reached: the credentials fail first
-    return subprocess.run(
-        [sys.executable, "-m", "box_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=HANG_LIMIT_S,
-        preexec_fn=_limit_memory if os.name == "posix" else None,
-    )
-
-
-@pytest.fixture
-def dev_zero_mode() -> Iterator[int]:
-    """/dev/zero's mode before the test; put back after it if a regression changed it (as root a
-    chmod through a link to /dev/zero succeeds, and would break every other program here)."""
-    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
-    yield before
-    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
-        os.chmod("/dev/zero", before)
+    return run_bounded(*args, env=env, timeout=HANG_LIMIT_S, memory=MEMORY_LIMIT)
 
 
 def creds_file(home: Path) -> Path:

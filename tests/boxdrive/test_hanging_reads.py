@@ -162,6 +162,7 @@ def test_brain_sync_of_a_local_source_skips_a_hanging_file_and_takes_it_next_run
     assert run["counts"]["indexed"] == 1 and run["counts"]["unchanged"] == 2
 
 
+@pytest.mark.slow
 def test_many_hanging_files_end_the_command_in_bounded_time(home):
     root = home / "Box" / "many"
     assert bm("init", "--path", str(root))[0] == 0

@@ -89,6 +89,7 @@ def test_a_read_refused_a_few_times_is_retried(ws, cli):
     assert env["data"]["hits"][0]["title"] == "First"
 
 
+@pytest.mark.slow
 def test_a_file_that_cannot_be_read_is_a_warning_never_a_failure_an_orphan_or_a_deletion(ws, snap):
     path = next((ws / "memories").glob("note__*.md")).name
     held = f"{path}:999"

@@ -7,9 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 
 from box_memory.paths import user_dirs
 from tests.brain.helpers import put
+from tests.helpers.child import run_bounded
 
 HANG_LIMIT_S = 60  # far above a normal run; a hang fails here instead of stalling the suite
 MEMORY_LIMIT = 2 * 1024**3  # address space of the child: reading /dev/zero fails fast, not the machine
@@ -80,31 +79,7 @@ def bm(*args: str, home: Path, env_extra: dict[str, str] | None = None) -> subpr
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOX_") and k not in ("VISUAL", "EDITOR")}
     env["BOX_MEMORY_HOME"] = str(home)
     env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "box_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=HANG_LIMIT_S,
-        preexec_fn=_limit_memory,
-    )
-
-
-def _limit_memory() -> None:
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-@pytest.fixture
-def dev_zero_mode() -> Iterator[int]:
-    """/dev/zero's mode before the test; put back after it if a regression changed it (as root a
-    chmod through a link to /dev/zero succeeds, and would break every other program here)."""
-    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
-    yield before
-    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
-        os.chmod("/dev/zero", before)
+    return run_bounded(*args, env=env, timeout=HANG_LIMIT_S, memory=MEMORY_LIMIT)
 
 
 @pytest.mark.parametrize("command", [("status",), ("runs",), ("review",), ("purge", "1")])

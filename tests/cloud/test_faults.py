@@ -17,6 +17,7 @@ from tests.cloud.conftest import Backend
 from tests.conftest import Cli
 
 
+@pytest.mark.slow
 def test_writes_and_recalls_ride_out_a_fifth_of_calls_failing(cloud: Backend, emu: Emulator) -> None:
     emu.configure(error_rate=0.2, error_kinds=("429", "500", "tool429", "tool500"), retry_after_s=0, seed=11)
     ids = [

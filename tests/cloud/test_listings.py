@@ -114,6 +114,7 @@ def test_recall_warns_when_a_listing_may_be_short(cloud: Backend, emu: Emulator)
 
 
 @pytest.mark.parametrize("paging", ["marker", "offset"])
+@pytest.mark.slow
 def test_a_listing_that_fails_after_its_first_page_is_kept_and_marked_incomplete(
     store: CloudStore, emu: Emulator, paging: str
 ) -> None:
@@ -125,6 +126,7 @@ def test_a_listing_that_fails_after_its_first_page_is_kept_and_marked_incomplete
     assert any("may be incomplete" in w and "files" in w for w in store.warnings)
 
 
+@pytest.mark.slow
 def test_index_rebuild_keeps_the_entries_a_failed_page_would_have_listed(
     cloud: Backend, emu: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,6 +146,7 @@ def test_index_rebuild_keeps_the_entries_a_failed_page_would_have_listed(
     assert cloud.data("index-rebuild", "--check")["drift"] is False
 
 
+@pytest.mark.slow
 def test_a_root_listing_cut_short_is_not_taken_for_a_missing_workspace(cloud: Backend, emu: Emulator) -> None:
     emu.configure(fail_later_pages=True)  # pages of 3: the root's config is past the first page
     env = cloud.run("recall", "anything", code=4)

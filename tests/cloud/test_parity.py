@@ -26,6 +26,7 @@ def _differs(local: Any, cloud: Any) -> str:
     return f"{local[0]} differs:\nlocal {json.dumps(local)[:2000]}\ncloud {json.dumps(cloud)[:2000]}"
 
 
+@pytest.mark.slow
 def test_full_session_matches_local(make: Any) -> None:
     local = scenario.normalise(scenario.run_script(make("local")))
     cloud = scenario.normalise(scenario.run_script(make("cloud")))
@@ -35,6 +36,7 @@ def test_full_session_matches_local(make: Any) -> None:
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPES if s != "cloud"])
+@pytest.mark.slow
 def test_core_session_matches_local_in_every_shape(make: Any, shape: str) -> None:
     local = scenario.normalise(scenario.run_core(make("local")))
     cloud = scenario.normalise(scenario.run_core(make(shape)))

@@ -31,11 +31,11 @@ HTML_ANCHOR = re.compile(r"<a\s[^>]*(?:id|name)=\"([^\"]+)\"", re.I)
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
 
 
-def prose_lines(text: str) -> list[str]:
-    """The lines outside fenced code blocks."""
-    out: list[str] = []
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the lines outside fenced code blocks; numbers count every line."""
+    out: list[tuple[int, str]] = []
     fence: str | None = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         m = FENCE.match(line)
         if m:
             mark = m.group(1)
@@ -45,7 +45,7 @@ def prose_lines(text: str) -> list[str]:
                 fence = None
             continue
         if fence is None:
-            out.append(line)
+            out.append((number, line))
     return out
 
 
@@ -62,7 +62,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     found: set[str] = set()
     seen: dict[str, int] = {}
-    for line in prose_lines(path.read_text(encoding="utf-8")):
+    for _, line in prose_lines(path.read_text(encoding="utf-8")):
         found.update(HTML_ANCHOR.findall(line))
         m = re.match(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
         if not m:
@@ -77,20 +77,7 @@ def anchors(path: Path) -> set[str]:
 def links(path: Path) -> list[tuple[int, str]]:
     """(line number, target) of every link and reference definition outside code."""
     out: list[tuple[int, str]] = []
-    text = path.read_text(encoding="utf-8")
-    # Line numbers count every line, prose_lines drops fenced ones: walk both together.
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), 1):
-        m = FENCE.match(line)
-        if m:
-            mark = m.group(1)
-            if fence is None:
-                fence = mark[0] * len(mark)
-            elif mark.startswith(fence):
-                fence = None
-            continue
-        if fence is not None:
-            continue
+    for number, line in prose_lines(path.read_text(encoding="utf-8")):
         bare = CODE_SPAN.sub("", line)
         out.extend((number, t) for t in INLINE_LINK.findall(bare))
         out.extend((number, t) for t in REF_DEF.findall(bare))

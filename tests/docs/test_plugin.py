@@ -99,6 +99,7 @@ def _claude() -> str:
     return str(exe)
 
 
+@pytest.mark.slow
 def test_claude_cli_validates_and_installs_the_plugin(tmp_path: Path) -> None:
     claude = _claude()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.docs.test_plugin import ROOT, SECTION, _claude
 
 
+@pytest.mark.slow
 def test_claude_code_lists_the_server_once_inside_and_outside_the_clone(tmp_path: Path) -> None:
     claude = _claude()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}

@@ -70,6 +70,7 @@ def _shell(script: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the repository's files")
+@pytest.mark.slow
 def test_readme_setup_and_tour_work_as_written(tmp_path: Path) -> None:
     repo, home = tmp_path / "repo", tmp_path / "home"
     repo.mkdir()

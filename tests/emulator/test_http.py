@@ -7,22 +7,11 @@ import pytest
 
 from box_memory.emulator import Emulator
 from tests.emulator.helpers import call, connect
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+from tests.helpers.net import INITIALIZE, MCP_HEADERS
 
 
 def test_missing_token_is_an_exact_box_401(emu: Emulator) -> None:
-    r = httpx2.post(emu.url, json=INIT, headers=MCP_HEADERS)
+    r = httpx2.post(emu.url, json=INITIALIZE, headers=MCP_HEADERS)
     assert r.status_code == 401
     assert r.content == b""
     assert r.headers["www-authenticate"] == (
@@ -33,7 +22,7 @@ def test_missing_token_is_an_exact_box_401(emu: Emulator) -> None:
 
 
 def test_wrong_token_is_invalid_token(emu: Emulator) -> None:
-    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer nope"})
+    r = httpx2.post(emu.url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": "Bearer nope"})
     assert r.status_code == 401
     assert r.content == b""
     challenge = r.headers["www-authenticate"]
@@ -42,13 +31,13 @@ def test_wrong_token_is_invalid_token(emu: Emulator) -> None:
 
 
 def test_non_bearer_authorization_counts_as_missing(emu: Emulator) -> None:
-    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Basic {emu.token}"})
+    r = httpx2.post(emu.url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Basic {emu.token}"})
     assert r.status_code == 401
     assert 'error="invalid_request"' in r.headers["www-authenticate"]
 
 
 def test_valid_token_initializes(emu: Emulator) -> None:
-    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Bearer {emu.token}"})
+    r = httpx2.post(emu.url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {emu.token}"})
     assert r.status_code == 200
     assert r.json()["result"]["serverInfo"]["name"]
 
@@ -83,13 +72,15 @@ async def test_tokens_rotate_and_revoke_at_runtime(emu: Emulator) -> None:
     async with connect(emu, "new", statuses=statuses) as client:
         await call(client, "who_am_i")
     assert all(s != 401 for s, _ in statuses)
-    r = httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer old"})
+    r = httpx2.post(emu.url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": "Bearer old"})
     assert r.status_code == 401
     assert 'error="invalid_token"' in r.headers["www-authenticate"]
     assert emu.token == "new"
     emu.set_tokens([])
     assert (
-        httpx2.post(emu.url, json=INIT, headers={**MCP_HEADERS, "authorization": "Bearer new"}).status_code
+        httpx2.post(
+            emu.url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": "Bearer new"}
+        ).status_code
         == 401
     )
 

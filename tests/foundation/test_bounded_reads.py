@@ -162,15 +162,6 @@ def test_the_cloud_listing_and_content_caches_are_a_miss(tmp_path: Path, what: s
     assert within(lambda: cache.get("123", "abc")) is None
 
 
-@pytest.fixture
-def dev_zero_mode() -> Iterator[int]:
-    """/dev/zero's mode before the test; put back after it if a regression changed it."""
-    before = stat.S_IMODE(os.stat("/dev/zero").st_mode)
-    yield before
-    if stat.S_IMODE(os.stat("/dev/zero").st_mode) != before:
-        os.chmod("/dev/zero", before)
-
-
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 def test_a_recall_cache_linked_to_a_device_is_not_chmod_ed(cli, ws: Path, dev_zero_mode: int) -> None:
     """The recall cache is made owner-only; through a link, the old chmod changed the link's

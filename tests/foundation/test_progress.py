@@ -86,7 +86,7 @@ def test_serve_draws_no_bar_even_on_a_terminal(filled: Path, tmp_path: Path) -> 
     import anyio
     from mcp import Client
 
-    from tests.server.test_serve import free_port, wait_until_answering
+    from tests.helpers.net import free_port, wait_until_answering
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"

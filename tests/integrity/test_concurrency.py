@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from box_memory.format import frontmatter
 from tests.integrity.util import ROOT, all_json_parse, bm, bm_json, index
 
@@ -24,6 +26,7 @@ def _ids_on_disk(folder: Path) -> set[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_eight_processes_writing_25_memories_each_into_one_folder(ws: Path, tmp_path: Path) -> None:
     start = tmp_path / "go"
     env = {

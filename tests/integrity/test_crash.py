@@ -142,6 +142,7 @@ def test_a_fresh_lock_is_respected_and_a_stale_one_taken_over(cli, ws: Path) -> 
     repair_and_verify(ws)
 
 
+@pytest.mark.slow
 def test_random_kills_during_write_and_supersede(cli, ws: Path) -> None:
     """Kill cold writers at random instants, many times; then check nothing was ever torn or lost."""
     rng = random.Random(20261130)

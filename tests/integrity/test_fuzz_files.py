@@ -186,6 +186,7 @@ COMMANDS: list[Callable[[str], list[str]]] = [
 ]
 
 
+@pytest.mark.slow
 def test_malformed_files_never_crash_a_command(template: Path, tmp_path: Path, cli) -> None:
     all_cases = cases()
     assert len(all_cases) >= 200

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 
 from box_memory.format.safeio import LIMITS, UnreadableFile, read_regular
+from tests.helpers.child import run_bounded
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and device files")
 
@@ -27,23 +26,11 @@ MEMORY_LIMIT = 1024 * 1024 * 1024  # 1 GiB of address space: /dev/zero read whol
 TIMEOUT_S = 30.0
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def run(*args: str, env_home: Path) -> tuple[int, dict[str, Any] | None, str]:
     """(exit code, parsed --json envelope or None, stderr) of one bounded CLI run."""
     env = {**os.environ, "BOX_MEMORY_HOME": str(env_home)}
     env.pop("BOX_MEMORY_WORKSPACE", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "box_memory", *args, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env,
-        preexec_fn=_limit_memory,
-        check=False,
-    )
+    proc = run_bounded(*args, "--json", env=env, timeout=TIMEOUT_S, memory=MEMORY_LIMIT)
     try:
         envelope = json.loads(proc.stdout)
     except json.JSONDecodeError:

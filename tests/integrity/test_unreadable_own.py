@@ -2,40 +2,22 @@
 permission denied, with the path, in plain output too; and such a workspace is never called
 healthy. An unreadable BOX_MEMORY_HOME does not stop recall (as it does not stop get).
 
-Run as an unprivileged user, as tests/integrity/test_unreadable_teams.py does (setpriv as root).
+Run as an unprivileged user (tests/helpers/unprivileged.py: setpriv as root).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.integrity.test_unreadable_teams import Box, _reader
+from tests.helpers.unprivileged import Box, reader_box
 
 
 @pytest.fixture
 def box() -> Iterator[Box]:
-    ids = _reader()
-    base = Path(tempfile.mkdtemp(prefix="bm-own-"))
-    base.chmod(0o755)
-    (base / "home").mkdir()
-    if ids is not None:
-        os.chown(base, *ids)
-        os.chown(base / "home", *ids)
-    b = Box(base, ids)
-    try:
-        b.json("init", "--team", "ops")
-        b.json("write", "Rotate the deploy keys monthly.", "--title", "Deploy keys", "--kind", "decision")
+    with reader_box("bm-own-") as b:
         yield b
-    finally:
-        b.restore()
-        (base / "home").chmod(0o755)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _plain(box: Box, *args: str) -> str:

@@ -1,108 +1,25 @@
 """Team boundaries are permissions: what a user may not read is skipped and reported once, never
 taken for a missing, orphaned or deleted file.
 
-The permission checks only bite for a user without CAP_DAC_OVERRIDE: as root the test runs every
-command as a throwaway system user (created here with useradd, via setpriv); as any other user it
-runs them directly.
+Run as an unprivileged user (tests/helpers/unprivileged.py: setpriv as root).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import pwd
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-USER = "bm-reader"
-
-
-def _reader() -> tuple[int, int] | None:
-    """(uid, gid) to run as, or None to run as ourselves (already unprivileged)."""
-    if os.geteuid() != 0:
-        return None
-    if not (shutil.which("useradd") and shutil.which("setpriv")):
-        pytest.skip("running as root without useradd/setpriv: cannot drop privileges to test permissions")
-    try:
-        pw = pwd.getpwnam(USER)
-    except KeyError:
-        done = subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode not in (0, 9):  # 9: created meanwhile by a parallel test
-            pytest.skip(f"cannot create a test user: {done.stderr.decode().strip()}")
-        pw = pwd.getpwnam(USER)
-    return pw.pw_uid, pw.pw_gid
-
-
-class Box:
-    """A workspace and a BOX_MEMORY_HOME that the unprivileged user owns."""
-
-    def __init__(self, base: Path, ids: tuple[int, int] | None) -> None:
-        self.base = base
-        self.ids = ids
-        self.ws = base / "ws"
-        self.home = base / "home"
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {
-            "BOX_MEMORY_HOME": str(self.home),
-            "PATH": os.environ.get("PATH", ""),
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-            "HOME": str(self.base),
-        }
-        argv = [sys.executable, "-m", "box_memory", *args]
-        if self.ids is not None:
-            uid, gid = self.ids
-            argv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv]
-        return subprocess.run(argv, env=env, capture_output=True, text=True, cwd=self.base, check=False)
-
-    def json(self, *args: str, code: int = 0) -> dict[str, Any]:
-        where = ("--path", str(self.ws)) if args[0] == "init" else ("--workspace", str(self.ws))
-        res = self.run(*args, *where, "--json")
-        assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
-        out: dict[str, Any] = json.loads(res.stdout)
-        return out
-
-    def deny(self, rel: str) -> None:
-        (self.ws / rel).chmod(0)
-
-    def restore(self) -> None:
-        for p in [self.ws, *self.ws.rglob("*")]:
-            if p.is_dir():
-                p.chmod(0o755)
-        for p in self.ws.rglob("*"):
-            if p.is_file():
-                p.chmod(0o644)
+from tests.helpers.unprivileged import Box, reader_box
 
 
 @pytest.fixture
 def box() -> Iterator[Box]:
-    ids = _reader()
-    base = Path(tempfile.mkdtemp(prefix="bm-perm-"))
-    base.chmod(0o755)
-    (base / "home").mkdir()
-    if ids is not None:
-        os.chown(base, *ids)
-        os.chown(base / "home", *ids)
-    b = Box(base, ids)
-    try:
-        b.json("init", "--team", "ops")
-        b.json("write", "Rotate the deploy keys monthly.", "--title", "Deploy keys", "--kind", "decision")
+    with reader_box("bm-perm-") as b:
         b.json("write", "Ops decided on blue-green deploys.", "--title", "Deploy strategy", "--team", "ops")
         yield b
-    finally:
-        b.restore()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_recall_skips_an_unreadable_team_folder(box: Box) -> None:

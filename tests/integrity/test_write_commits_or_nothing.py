@@ -94,6 +94,7 @@ def _close_server_caches() -> Iterator[None]:
     close_held()
 
 
+@pytest.mark.slow
 def test_cloud_index_failure_after_commit_is_a_warning_and_the_retry_is_idempotent(
     cloud, emu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,6 +178,7 @@ def test_retried_supersede_is_idempotent(cli, ws: Path, step: str) -> None:
     assert "already superseded" in other["errors"][0]["message"]
 
 
+@pytest.mark.slow
 def test_cloud_retried_supersede_after_box_went_away_is_idempotent(
     cloud, emu, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from box_memory.errors import (
     ToolMissing,
 )
 from box_memory.maintenance.mcp_check import mcp_check
+from tests.helpers.net import free_port
 
 TOKEN = "test-token-0123456789"
 INDEX_TEXT = json.dumps({"version": 1, "folder_id": None, "entries": [{"id": "mem_1"}]}, indent=1)
@@ -86,12 +86,6 @@ def client(emu: Emulator, delays: list[float], token: object = TOKEN, **kw: obje
     """A client whose back-off sleeps are recorded instead of slept (keeps the suite fast)."""
     kw.setdefault("timeout", 5.0)
     return BoxMCPClient(emu.url, token, sleep=delays.append, **kw)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def walk_root(box: BoxMCPClient, limit: int = 3) -> tuple[list[dict], int]:

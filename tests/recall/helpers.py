@@ -11,18 +11,9 @@ from typing import Any
 from box_memory.format import frontmatter
 from box_memory.maintenance.regenerate import rebuild
 from box_memory.workspace.resolve import open_workspace
+from tests.helpers.corpus import mem_id
 
 _SEQ = [0]
-
-
-def mem_id(n: int) -> str:
-    """A valid, deterministic memory id (Crockford base32, 26 characters)."""
-    digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    out = ""
-    for _ in range(26):
-        out = digits[n % 32] + out
-        n //= 32
-    return "mem_" + out
 
 
 def put(

@@ -2,41 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-# Runs the real CLI, then reports which top-level packages were imported (at exit, after SystemExit).
-WRAPPER = """
-import atexit, json, sys
-target = sys.argv[1]
-def report():
-    with open(target, "w") as f:
-        json.dump(sorted({m.split(".")[0] for m in sys.modules}), f)
-atexit.register(report)
-sys.argv = ["box-memory", *sys.argv[2:]]
-from box_memory.cli.app import main
-main()
-"""
-
-
-NETWORK = {"mcp", "httpx", "httpcore", "httpx2", "httpcore2", "anyio"}
+from tests.helpers.imports import NETWORK, imported_by
 
 
 def _modules(tmp_path: Path, *args: str) -> set[str]:
-    out = tmp_path / "modules.json"
-    res = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(out), *args],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=120,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    return set(json.loads(out.read_text()))
+    return imported_by(tmp_path, *args)[1]
 
 
 def test_recall_imports_neither_mcp_nor_httpx(ws: Path, cli, tmp_path: Path) -> None:

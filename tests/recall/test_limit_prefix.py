@@ -100,6 +100,7 @@ def _check(cli: Cli, root: Path, queries: list[str]) -> None:
     copies=st.sampled_from([1, 4, 13]),
     queries=st.lists(st.sampled_from(QUERIES), min_size=2, max_size=3, unique=True),
 )
+@pytest.mark.slow
 def test_limit_n_is_the_first_n_of_the_whole_answer(
     mode: str,
     notes: list[dict[str, Any]],

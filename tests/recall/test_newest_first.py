@@ -80,6 +80,7 @@ def _answers(cli, root: Path) -> list[Any]:
     return out
 
 
+@pytest.mark.slow
 def test_reading_newest_first_answers_as_one_run_over_everything(
     corpus: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -151,6 +151,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str
     return root, mems, rng
 
 
+@pytest.mark.slow
 def test_ranking_matches_the_reference(world, cli) -> None:
     root, mems, rng = world
     vocab = sorted({w for m in mems for w in re.findall(r"\w+", m["title"].casefold())})

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pytest
 from mcp import Client, MCPError
 
 from tests.conftest import Cli
+from tests.helpers.net import free_port, wait_until_answering
 
 TOOL_NAMES = {
     "recall", "get", "write", "companion_check", "index_rebuild", "status", "brain_search", "log", "report"
@@ -31,6 +35,41 @@ def server_env() -> dict[str, str]:
 
 def serve_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "box_memory", "serve", *args]
+
+
+class ServedHttp:
+    """`serve --transport streamable-http` on a free loopback port: answering once entered, stopped
+    with Ctrl-C on leaving, after which `err` holds what it wrote to stderr."""
+
+    def __init__(self, ws: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.argv = serve_argv(
+            "--transport", "streamable-http", "--port", str(self.port), "-w", str(ws), *args
+        )
+        self.cwd = cwd
+        self.env = {**server_env(), **(env or {})}
+        self.err = b""
+
+    def __enter__(self) -> ServedHttp:
+        self.proc = subprocess.Popen(
+            self.argv, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            wait_until_answering(self.url, self.proc)
+        except BaseException:
+            self._stop()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)  # Ctrl-C: a graceful stop, exit 130 as for any command
+        _, self.err = self.proc.communicate(timeout=15)
 
 
 async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
-import httpx2
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import Cli
-from tests.server.helpers import TOOL_NAMES, call, exercise, fails, serve_argv, server_env
+from tests.server.helpers import TOOL_NAMES, ServedHttp, call, exercise, fails, serve_argv, server_env
 
 
 def stdio_params(ws: Path | str, cwd: Path) -> StdioServerParameters:
@@ -31,54 +28,22 @@ def test_stdio_end_to_end(ws: Path, cli: Cli, tmp_path: Path) -> None:
     anyio.run(main)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until_answering(url: str, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-        try:
-            # Any HTTP answer means the app is up (a GET would open a long-lived event stream).
-            httpx2.post(url, json={}, timeout=2.0)
-            return
-        except httpx2.TransportError:
-            time.sleep(0.05)
-    raise AssertionError(f"serve did not answer on {url} within {timeout}s")
-
-
 def test_streamable_http_end_to_end(ws: Path, cli: Cli, tmp_path: Path) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen(
-        serve_argv("--transport", "streamable-http", "--port", str(port), "-w", str(ws)),
-        cwd=tmp_path,
-        env=server_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_until_answering(url, proc)
+    with ServedHttp(ws, tmp_path) as server:
 
         async def main() -> None:
-            async with Client(url) as client:
+            async with Client(server.url) as client:
                 await exercise(client, ws, cli)
             # Stateless HTTP: a second client (a new session) sees the same workspace.
-            async with Client(url) as client:
+            async with Client(server.url) as client:
                 st = await call(client, "status", {})
                 assert st["data"]["totals"]["companions"] == 1
 
         anyio.run(main)
-    finally:
-        proc.send_signal(signal.SIGINT)  # Ctrl-C: a graceful stop, exit 130 as for any command
-        _, err = proc.communicate(timeout=15)
-    assert proc.returncode == 130, err
+    err = server.err
+    assert server.proc.returncode == 130, err
     assert b"Traceback" not in err
-    assert f"http://127.0.0.1:{port}/mcp" in err.decode()  # announced on stderr
+    assert f"http://127.0.0.1:{server.port}/mcp" in err.decode()  # announced on stderr
 
 
 def test_initialize_answers_before_the_workspace_exists(cli: Cli, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ A spawned server on 127.0.0.1, real HTTP requests, the real `mcp` client.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,47 +20,26 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import Cli
-from tests.server.helpers import call, serve_argv, server_env
-from tests.server.test_serve import free_port, wait_until_answering
+from tests.helpers.net import INITIALIZE, MCP_HEADERS
+from tests.server.helpers import ServedHttp, call, serve_argv, server_env
 
 TOKEN = "serve-token-for-the-test-7Hq2"  # the point of the test
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 @contextmanager
 def serving(
     ws: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[tuple[str, int]]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen(
-        serve_argv("--transport", "streamable-http", "--port", str(port), "-w", str(ws), *args),
-        cwd=tmp_path,
-        env={**server_env(), **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    server = ServedHttp(ws, tmp_path, *args, env=env)
     try:
-        wait_until_answering(url, proc)
-        yield url, port
+        with server:
+            yield server.url, server.port
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=15)
-        assert TOKEN.encode() not in err  # never logged
+        assert TOKEN.encode() not in server.err  # never logged
 
 
 def status_of(url: str, **headers: str) -> int:
-    res = httpx2.post(url, json=INIT, headers={**HEADERS, **headers}, timeout=10)
+    res = httpx2.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **headers}, timeout=10)
     return int(res.status_code)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from box_memory.serve.server import in_tool_terms
@@ -117,6 +118,7 @@ async def same_as_cli(client: Client, cli: Cli, ws: Path, args: dict[str, Any]) 
     return served
 
 
+@pytest.mark.slow
 def test_serve_answers_every_shape_like_the_cli(cli: Cli, tmp_path: Path) -> None:
     ws, ids = corpus(cli, tmp_path)
     cases = shapes(ids)
@@ -137,6 +139,7 @@ def test_serve_answers_every_shape_like_the_cli(cli: Cli, tmp_path: Path) -> Non
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_serve_sees_every_change_at_once(cli: Cli, tmp_path: Path) -> None:
     """Writes through the server, writes by another process, a hand edit plus index-rebuild and a
     new team in the config: the next recall through the same server reflects each one."""

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import snapshot
+from tests.helpers.imports import NETWORK, imported_by
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 STAMP = 1_700_000_000  # 2023-11-14T22:13:20Z, set as the copied source files' mtime
@@ -259,33 +260,11 @@ def test_imported_memories_are_indexed_like_writes(cli, ws: Path, tmp_path: Path
     assert check["exit_code"] == 0  # the indexes the import wrote match the files exactly
 
 
-WRAPPER = """
-import atexit, json, sys
-target = sys.argv[1]
-def report():
-    with open(target, "w") as f:
-        json.dump(sorted({m.split(".")[0] for m in sys.modules}), f)
-atexit.register(report)
-sys.argv = ["box-memory", *sys.argv[2:]]
-from box_memory.cli.app import main
-main()
-"""
-
-
 def test_local_import_stays_off_the_network_stack(ws: Path, tmp_path: Path) -> None:
     src = copy_source(tmp_path, "basic-memory/project")
-    out = tmp_path / "modules.json"
-    res = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(out), "import", str(src), "-w", str(ws), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
+    res, mods = imported_by(tmp_path, "import", str(src), "-w", str(ws), "--json")
     assert json.loads(res.stdout)["data"]["imported"] == 4
-    mods = set(json.loads(out.read_text()))
-    assert not mods & {"mcp", "httpx", "httpcore", "httpx2", "httpcore2", "anyio"}, mods
+    assert not mods & NETWORK, mods
 
 
 def test_progress_bar_only_on_a_terminal(cli, ws: Path, tmp_path: Path) -> None:
