@@ -281,13 +281,14 @@ def _create(
     meta: dict[str, Any],
     body: str,
     filename: str,
+    data: bytes,
     old: Supersede | None,
     old_raw: bytes,
     rename: Callable[[dict[str, Any]], str] | None,
 ) -> tuple[str, str, str | None, int]:
-    """Create the memory file, never overwriting: (path, filename, file id, size)."""
+    """Create the memory file (`data`, rendered from meta and body), never overwriting:
+    (path, filename, file id, size)."""
     path = join(folder, filename)
-    data = frontmatter.render(meta, body).encode("utf-8")
     if old is not None and old.archive_to and path == old.located.path:
         # The new memory takes the old one's name: keep a memory at that name at every instant.
         # The superseded copy goes to the archive first, then one atomic replace swaps the bytes.
@@ -367,13 +368,14 @@ def commit_file(
             old_idx = changed[old.located.folder] = load_index(ws, old.located.folder)
         old_raw = _mark_superseded(old, meta)
         check_readable(old_raw, old.located.path)
-    check_readable(frontmatter.render(meta, body).encode("utf-8"), join(idx.folder, filename))
+    data = frontmatter.render(meta, body).encode("utf-8")
+    check_readable(data, join(idx.folder, filename))
     # The recall cache is updated for this write at the end (a batch leaves it to the next refresh).
     before = before_write(ws, changed) if save else {}
     # Crash safety: every step below leaves each file whole, old or new. The new memory exists
     # before anything points at it or marks the old one superseded (index-rebuild completes an
     # interrupted supersede), and before any index entry for it.
-    path, filename, file_id, size = _create(ws, idx.folder, meta, body, filename, old, old_raw, rename)
+    path, filename, file_id, size = _create(ws, idx.folder, meta, body, filename, data, old, old_raw, rename)
     crash_point("write:file-created")
     try:
         idx.upsert(index_entry(Memory(meta, body, path), filename=filename, file_id=file_id, size_bytes=size))
