@@ -73,6 +73,7 @@ BOX_DRIVE = "BOX_MEMORY_BOX_DRIVE"
 PLATFORM = "BOX_MEMORY_PLATFORM"
 READ_TIMEOUT_S = "BOX_MEMORY_READ_TIMEOUT_S"
 DEADLINE_S = "BOX_MEMORY_DEADLINE_S"
+SYNC_CALLS_PER_MINUTE = "BOX_MEMORY_SYNC_CALLS_PER_MINUTE"
 SERVE_TOKEN = "BOX_MEMORY_SERVE_TOKEN"  # noqa: S105 - the variable's name, not a secret
 DEFAULT_DEADLINE_S = 180.0
 PAGER = "BOX_MEMORY_PAGER"
@@ -245,6 +246,13 @@ def deadline_s() -> float | None:
     if value == 0:
         return None
     return value if 0 < value <= 86400 else DEFAULT_DEADLINE_S
+
+
+def sync_calls_per_minute(default: float) -> float:
+    """The pace of a brain-sync's Box calls (`BOX_MEMORY_SYNC_CALLS_PER_MINUTE`): 0 is unpaced;
+    a value that is not a number or negative is `default`."""
+    value = _float(SYNC_CALLS_PER_MINUTE, default)
+    return value if value >= 0 else default
 
 
 # --- the write lock --------------------------------------------------------------------------

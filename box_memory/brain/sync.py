@@ -30,6 +30,13 @@ from box_memory.brain.fetch import (
     LocalFetcher,
 )
 from box_memory.brain.options import Settings
+from box_memory.brain.pace import (
+    BOX_CALLS_PER_MINUTE,
+    DEFAULT_CALLS_PER_MINUTE,
+    CallPacer,
+    PacedClient,
+    duration,
+)
 from box_memory.brain.review import REVIEW_EVERY_S
 from box_memory.brain.single_run import source_lock
 from box_memory.errors import BackendUnavailable, BoxMemoryError, InvalidInput, ToolMissing
@@ -106,6 +113,15 @@ class SyncOptions:
     ai_interval: float = AI_MIN_INTERVAL
     progress: Progress | None = None
     store_path: Path | None = None
+    # The pace of a Box source's tool calls (brain/pace.py): None reads
+    # BOX_MEMORY_SYNC_CALLS_PER_MINUTE (default 95% of Box's 1000 a minute per user); 0 is unpaced.
+    calls_per_minute: float | None = None
+    notice: Callable[[str], None] | None = None  # one line of the run's plan (the pace, the wait)
+
+    def pace(self) -> float:
+        if self.calls_per_minute is not None:
+            return max(0.0, float(self.calls_per_minute))
+        return settings.sync_calls_per_minute(DEFAULT_CALLS_PER_MINUTE)
 
 
 @dataclass
@@ -127,6 +143,7 @@ class RunResult:
     review: dict[str, Any] | None = None
     items: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    pace: dict[str, Any] | None = None  # calls_per_minute, planned_calls, estimated_s, held_s
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +163,7 @@ class RunResult:
             "review": self.review,
             "items": self.items,
             "warnings": self.warnings,
+            "pace": self.pace,
         }
 
     def summary(self) -> str:
@@ -361,7 +379,7 @@ def run_source(
         return _run_locked(store, source, opts, workspace)
 
 
-def _open_client(source: Source, opts: SyncOptions) -> Any:
+def _open_client(source: Source, opts: SyncOptions, pacer: CallPacer | None = None) -> Any:
     token = opts.token_source
     if token is None:
         from box_memory.box.auth import TokenSource
@@ -371,8 +389,16 @@ def _open_client(source: Source, opts: SyncOptions) -> Any:
             token.access_token()  # "Not logged in" at once, before the network stack loads
     from box_memory.box.client import BoxMCPClient
 
-    # Long by design (a whole source, paced by Box's rate limits): no command deadline.
-    kwargs: dict[str, Any] = {"timeout": 30.0, "deadline_s": None, **opts.client_kwargs}
+    # Long by design (a whole source, paced by Box's rate limits): no command deadline. A
+    # Retry-After is waited in full (up to the 120 s one call may wait), not cut to 30 s.
+    kwargs: dict[str, Any] = {
+        "timeout": 30.0,
+        "deadline_s": None,
+        "retry_after_cap": 120.0,
+        **opts.client_kwargs,
+    }
+    if pacer is not None:  # the client's back-off holds every worker of the sync
+        kwargs["sleep"] = pacer.hold_sleep(kwargs.get("sleep"))
     client = BoxMCPClient(source.server, token, **kwargs)
     client.allowed_tools = SYNC_TOOLS
     client.open()
@@ -383,6 +409,11 @@ def _open_client(source: Source, opts: SyncOptions) -> Any:
             "(it never falls back to a broader traversal)"
         )
     return client
+
+
+def _notice(opts: SyncOptions, line: str) -> None:
+    if opts.notice is not None:
+        opts.notice(line)
 
 
 def _unchanged(f: RemoteFile, row: ItemRow | None, settings: Settings) -> bool:
@@ -427,16 +458,25 @@ def _run_locked(store: BrainStore, source: Source, opts: SyncOptions, workspace:
     result = RunResult(source, "failed", started_at=now_iso())
     result.run_id = store.begin_run(source, result.started_at or now_iso())
     client: Any = None
+    pacer: CallPacer | None = None
     fetcher: Any = None
     crawled: CrawlResult | None = None
     changes: list[Change] = []
     stored: dict[str, ItemRow] = {}
     try:
         if source.kind == "box":
-            client = _open_client(source, opts)
-            lister: Any = BoxLister(client)
+            rate = opts.pace()
+            pacer = CallPacer(rate) if rate > 0 else None  # real time: opts.clock paces Box AI
+            client = _open_client(source, opts, pacer)
+            paced: Any = client if pacer is None else PacedClient(client, pacer)
+            if pacer is not None:
+                result.pace = {"calls_per_minute": round(rate, 3), "held_s": 0.0}
+                _notice(
+                    opts, f"Box calls paced at {rate:g} a minute (Box allows {BOX_CALLS_PER_MINUTE} per user)"
+                )
+            lister: Any = BoxLister(paced)
             fetcher = BoxFetcher(
-                client,
+                paced,
                 settings,
                 concurrency=opts.concurrency,
                 clock=opts.clock,
@@ -456,6 +496,12 @@ def _run_locked(store: BrainStore, source: Source, opts: SyncOptions, workspace:
         crawled = crawl(lister, root_id, cap=settings.max_items, progress=opts.progress)
         stored = store.items(source.id)
         to_fetch = [f for f in crawled.files if not _unchanged(f, stored.get(f.id), settings)]
+        if pacer is not None and result.pace is not None:
+            planned = len(to_fetch) if settings.include_content else 0
+            eta = pacer.estimate_s(planned)
+            result.pace.update(planned_calls=planned, estimated_s=round(eta, 1))
+            if planned:
+                _notice(opts, f"fetching {planned} new or changed files at that pace: {duration(eta)}")
         fetched = fetcher.fetch(to_fetch)
         for f in crawled.files:
             got = fetched.get(f.id)
@@ -470,6 +516,8 @@ def _run_locked(store: BrainStore, source: Source, opts: SyncOptions, workspace:
         if client is not None:
             result.mcp_calls = client.call_count
             client.close()
+        if pacer is not None and result.pace is not None:
+            result.pace["held_s"] = round(pacer.held_s, 3)
     if fetcher is not None:
         result.ai_calls = fetcher.ai_calls
         if fetcher.ai_error:

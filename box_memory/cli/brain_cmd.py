@@ -81,6 +81,14 @@ class _Bar:
             self._task = self._progress.add_task(label, total=total)
         self._progress.update(self._task, completed=done, total=total)
 
+    def note(self, line: str) -> None:
+        """One line of the run's plan (its pace, how long it will take), above the bar."""
+        from rich.console import Console
+        from rich.markup import escape
+
+        console = self._progress.console if self._progress is not None else Console(file=sys.stderr)
+        console.print(escape(line))
+
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()
@@ -177,7 +185,7 @@ def brain_sync_cmd(
                     only_workspace=only_workspace,
                     all_enabled=all_enabled,
                 ),
-                SyncOptions(progress=bar),
+                SyncOptions(progress=bar, notice=bar.note if bar is not None else None),
             )
         finally:
             if bar is not None:

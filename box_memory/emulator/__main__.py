@@ -11,6 +11,12 @@ import sys
 from pathlib import Path
 
 from box_memory.emulator.app import Emulator
+from box_memory.emulator.ratelimit import (
+    BOX_CALLS_PER_MINUTE,
+    BOX_SEARCHES_PER_MINUTE,
+    BOX_SEARCHES_PER_SECOND,
+    BOX_UPLOADS_PER_MINUTE,
+)
 from box_memory.emulator.switches import ERROR_KINDS
 
 
@@ -93,6 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="tool is left out of the catalogue (repeatable)",
     )
     p.add_argument(
+        "--rate-limit",
+        action="store_true",
+        help="enforce Box's per-user rate limits: past a budget, HTTP 429 with retry-after",
+    )
+    p.add_argument("--calls-per-minute", type=int, default=BOX_CALLS_PER_MINUTE, help="tool calls per window")
+    p.add_argument(
+        "--uploads-per-minute", type=int, default=BOX_UPLOADS_PER_MINUTE, help="uploads per window"
+    )
+    p.add_argument(
+        "--searches-per-minute", type=int, default=BOX_SEARCHES_PER_MINUTE, help="searches per window"
+    )
+    p.add_argument(
+        "--searches-per-second",
+        type=int,
+        default=BOX_SEARCHES_PER_SECOND,
+        help="searches per window / 60",
+    )
+    p.add_argument("--rate-window-s", type=float, default=60.0, help="the rate limit window (Box's minute)")
+    p.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
     return p
@@ -128,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
             search_lag_s=args.search_lag_s,
             disabled_tools=args.disable_tool,
             hidden_tools=args.hide_tool,
+            rate_limit=args.rate_limit,
+            calls_per_minute=args.calls_per_minute,
+            uploads_per_minute=args.uploads_per_minute,
+            searches_per_minute=args.searches_per_minute,
+            searches_per_second=args.searches_per_second,
+            rate_window_s=args.rate_window_s,
         )
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

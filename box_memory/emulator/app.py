@@ -31,6 +31,7 @@ from box_memory.emulator.asgi import MAX_BODY, EmulatorASGI
 from box_memory.emulator.boxapi import BoxApiError, Item
 from box_memory.emulator.boxfs import BoxFS
 from box_memory.emulator.calls import ToolCall
+from box_memory.emulator.ratelimit import RateLimiter, rules
 from box_memory.emulator.switches import Switches, coerce
 from box_memory.emulator.tool_args import ToolContext
 from box_memory.emulator.tools import TOOLS_BY_NAME, run_tool
@@ -84,6 +85,7 @@ class Emulator:
         self._counters: Counter[str] = Counter()
         self._downloads: dict[str, tuple[str, float]] = {}
         self._pending_seen: Counter[str] = Counter()
+        self._limiter = RateLimiter()
         self._port: int | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -107,6 +109,10 @@ class Emulator:
             coerced = {k: coerce(k, v) for k, v in changes.items()}
             if "content_pending" in coerced:
                 self._pending_seen.clear()
+            if any(
+                k == "rate_limit" or k.endswith(("_per_minute", "_per_second", "window_s")) for k in coerced
+            ):
+                self._limiter.reset()  # a new budget starts with an empty window
             self.switches = replace(self.switches, **coerced).validated()
             return self.switches
 
@@ -169,6 +175,20 @@ class Emulator:
             if u < sw.drop_rate + sw.error_rate:
                 return sw.error_kinds[self._rng.randrange(len(sw.error_kinds))]
         return None
+
+    def admit(self, token: str, tool: str) -> int | None:
+        """The `rate_limit` switch: None admits (and counts) the call, else the Retry-After seconds."""
+        sw = self.switches
+        if not sw.rate_limit:
+            return None
+        budgets = rules(
+            sw.calls_per_minute,
+            sw.uploads_per_minute,
+            sw.searches_per_minute,
+            sw.searches_per_second,
+            sw.rate_window_s,
+        )
+        return self._limiter.admit(token, tool, budgets)
 
     def _content_pending(self, file_id: str) -> bool:
         """Whether this get_file_content call answers "pending" (the `content_pending` switch)."""

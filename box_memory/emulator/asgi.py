@@ -2,7 +2,8 @@
 
 Everything HTTP-level that the MCP SDK cannot do the Box way happens here: the exact 401 with an
 empty body, `GET /` -> 405, the protected-resource document, download URLs, HTTP 429/500 faults
-with `retry-after`, and dropped connections.
+with `retry-after`, Box's per-user rate limits (the `rate_limit` switch, ratelimit.py), and
+dropped connections.
 
 Guesses about the real service (switches exist so tests can cover the alternatives):
 - era "legacy" (default): the server only speaks the handshake-era protocol (initialize), and
@@ -63,6 +64,8 @@ class Served(Protocol):
     def record(self, call: ToolCall) -> None: ...
 
     def draw_fault(self, sw: Switches) -> str | None: ...
+
+    def admit(self, token: str, tool: str) -> int | None: ...
 
     def download(self, token: str) -> tuple[str, float] | None: ...
 
@@ -129,6 +132,13 @@ async def _drop(send: Send) -> None:
             "headers": [(b"content-type", b"application/json"), (b"content-length", b"4096")],
         }
     )
+
+
+def _bearer(scope: Scope) -> tuple[str, str]:
+    """(scheme, token) of the request's Authorization header."""
+    header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1").strip()
+    scheme, _, token = header.partition(" ")
+    return scheme, token.strip()
 
 
 @dataclass
@@ -208,11 +218,10 @@ class EmulatorASGI:
         ]
 
     def _auth_error(self, scope: Scope) -> tuple[str, str] | None:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1").strip()
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        scheme, token = _bearer(scope)
+        if scheme.lower() != "bearer" or not token:
             return MISSING_TOKEN
-        return None if token.strip() in self.emulator.tokens else BAD_TOKEN
+        return None if token in self.emulator.tokens else BAD_TOKEN
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         emu = self.emulator
@@ -280,6 +289,14 @@ class EmulatorASGI:
             )
             return
 
+        if is_tool_call and sw.rate_limit:
+            retry_after = emu.admit(_bearer(scope)[1], tool_name)  # one token is one user
+            if retry_after is not None:
+                code, text = "rate_limit_exceeded", "Request rate limit exceeded, please try again later"
+                emu.record(ToolCall(tool_name, tool_args, time.time(), "rate_limited", 429, code))
+                body_429 = BoxApiError(429, code, text).body()
+                await _json(send, 429, body_429, [("retry-after", str(retry_after))])
+                return
         if is_tool_call or (sw.fault_all and rpc_method):
             if sw.latency_ms:
                 await asyncio.sleep(sw.latency_ms / 1000)

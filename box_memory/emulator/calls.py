@@ -13,7 +13,8 @@ class ToolCall:
 
     outcome: "ok", "error" (a Box error relayed as isError), "disabled", "unknown_tool",
     "unauthorized" (401, never ran), "http_429"/"http_500"/"http_503" (HTTP fault, never ran),
-    "tool_429"/"tool_500" (fault relayed as isError, never ran), "dropped" (connection closed).
+    "tool_429"/"tool_500" (fault relayed as isError, never ran), "rate_limited" (past the
+    `rate_limit` switch's budget: HTTP 429, never ran), "dropped" (connection closed).
     """
 
     name: str

@@ -6,6 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from box_memory.emulator import catalogue
+from box_memory.emulator.ratelimit import (
+    BOX_CALLS_PER_MINUTE,
+    BOX_SEARCHES_PER_MINUTE,
+    BOX_SEARCHES_PER_SECOND,
+    BOX_UPLOADS_PER_MINUTE,
+)
 
 ERROR_KINDS = ("429", "500", "503", "tool429", "tool500")
 
@@ -58,6 +64,13 @@ class Switches:
     disabled_tools: frozenset[str] = frozenset()
     hidden_tools: frozenset[str] = frozenset()
     download_ttl_s: float = 900
+    # Box's published per-user rate limits (ratelimit.py cites the page), off unless `rate_limit`.
+    rate_limit: bool = False  # refuse tool calls past the budgets below: HTTP 429 + retry-after
+    calls_per_minute: int = BOX_CALLS_PER_MINUTE
+    uploads_per_minute: int = BOX_UPLOADS_PER_MINUTE
+    searches_per_minute: int = BOX_SEARCHES_PER_MINUTE
+    searches_per_second: int = BOX_SEARCHES_PER_SECOND
+    rate_window_s: float = 60.0  # Box's "minute"; tests shrink it (the search second scales along)
 
     def validated(self) -> Switches:
         for name, allowed in _CHOICES.items():
@@ -72,6 +85,11 @@ class Switches:
         for name in ("error_rate", "drop_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1")
+        budgets = ("calls_per_minute", "uploads_per_minute", "searches_per_minute", "searches_per_second")
+        if any(getattr(self, name) < 0 for name in budgets) or self.rate_window_s <= 0:
+            raise ValueError(
+                f"{', '.join(budgets)} must not be negative (0: no limit), rate_window_s positive"
+            )
         if min(self.latency_ms, self.search_lag_s, self.retry_after_s, self.page_cap, self.tool_page) < 0:
             raise ValueError(
                 "latency_ms, search_lag_s, retry_after_s, page_cap and tool_page must not be negative"
@@ -85,7 +103,7 @@ def coerce(name: str, value: Any) -> Any:
     if name == "error_kinds":
         items = value.split(",") if isinstance(value, str) else value
         return tuple(str(k).strip() for k in items if str(k).strip())
-    if name in ("error_rate", "drop_rate", "latency_ms", "search_lag_s", "download_ttl_s"):
+    if name in ("error_rate", "drop_rate", "latency_ms", "search_lag_s", "download_ttl_s", "rate_window_s"):
         return float(value)
     if name == "retry_after_s":
         return int(value)
@@ -97,8 +115,18 @@ def coerce(name: str, value: Any) -> Any:
         "fail_later_pages",
         "content_inexact",
         "upload_text_only",
+        "rate_limit",
     ):
         return bool(value)
-    if name in ("total_skew", "page_cap", "content_pending", "tool_page"):
+    if name in (
+        "total_skew",
+        "page_cap",
+        "content_pending",
+        "tool_page",
+        "calls_per_minute",
+        "uploads_per_minute",
+        "searches_per_minute",
+        "searches_per_second",
+    ):
         return int(value)
     return value
