@@ -35,6 +35,7 @@ from tests.recall.helpers import put, reindex
 # the reference's word split finds it there.
 COMMON = ["bakox", "mizup", "tulez", "rekok", "zanop", "vipex", "lumiz", "petuk"]
 OFTEN = [24, 12, 8, 6, 4, 3, 2, 1]  # how often each is drawn: the words weigh 1 to 4 here
+OTHER = ["dorvik", "sufnal", "gembot"]
 RARE = ["korbax", "nivup"]  # one or two memories each: `_rare_first` takes them in ranged mode
 STAMPS = ["2026-03-01T10:00:00.000Z", "2026-03-01T10:00:00.000Z", "2026-02-01T10:00:00.000Z"]
 FILLER = ["what", "did", "we", "about", "the"]  # stopwords: dropped from the tokens
@@ -43,19 +44,19 @@ FILLER = ["what", "did", "we", "about", "the"]  # stopwords: dropped from the to
 def _corpus(root: Path, seed: int) -> None:
     rng = random.Random(seed)
     n = 0
-    for _ in range(70):
-        title = " ".join(dict.fromkeys(rng.choices(COMMON, OFTEN, k=rng.randint(1, 3)))).capitalize()
-        tags = sorted(set(rng.choices(COMMON, OFTEN, k=rng.randint(0, 2))))
+    for k in range(70):
+        # A third are named with words no question asks for: their bodies alone can match.
+        named = OTHER if k % 3 == 0 else COMMON
+        title = " ".join(dict.fromkeys(rng.choices(named, OFTEN[: len(named)], k=rng.randint(1, 3))))
+        tags = sorted(set(rng.choices(named, OFTEN[: len(named)], k=rng.randint(0, 2))))
         body = " ".join(rng.choices(COMMON, OFTEN, k=rng.randint(0, 6)))
         stamp = rng.choice(STAMPS)
         for copy in range(rng.choice([1, 1, 2, 4])):  # an import's duplicates
             n += 1
-            if n in (7, 61, 62):
-                body += " " + RARE[n % 2]
             put(
                 root,
-                title,
-                body,
+                title.capitalize(),
+                body + (" " + RARE[k % 2] if k in (3, 9, 10) and copy == 0 else ""),
                 n=n,
                 slug=f"{slugify(title)}-{n}",
                 tags=tags or None,
