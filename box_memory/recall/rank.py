@@ -182,13 +182,22 @@ class Ladder:
             where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
         total = sum(weights)
 
-        def statement(pin: str, body: str, bodies: Collection[int] | None = None, fields: bool = True) -> str:
+        def statement(
+            pin: str,
+            body: str,
+            bodies: Collection[int] | None = None,
+            fields: bool = True,
+            pin_body: str | None = None,
+        ) -> str:
             """The scoring statement over the entries `pin` admits (`{col}`: a rid column);
-            `body`: token {i}'s body test. `bodies`: the tokens whose body matches are candidates
-            too, so their test is the mask (default: every token of a question, none otherwise);
-            without `fields`, only entries no field of which holds a query word are scored."""
-            if bodies is None:
-                bodies = range(len(tokens)) if cover else ()
+            `body`: token {i}'s body test. A question's `bodies` are the tokens whose body matches
+            are candidates too, so their test is the mask (default: every token; `pin_body`, if
+            given, admits those matches instead of `pin`); without `fields`, only entries no
+            field of which holds a query word are scored."""
+            if not cover:
+                bodies = ()
+            elif bodies is None:
+                bodies = range(len(tokens))
             found = [
                 f"((mask & {1 << i}) > 0" + ("" if i in bodies else f" OR {body.format(i=i)}") + ")"
                 for i in range(len(tokens))
@@ -201,7 +210,7 @@ class Ladder:
             else:
                 tenths = "best * 10"
             hit = " UNION ALL ".join([*(parts if fields else []), *(_body_part(i) for i in bodies)]).format(
-                pin=pin.format(col="p.rid"), pin_body=pin.format(col="fts.rowid")
+                pin=pin.format(col="p.rid"), pin_body=(pin_body or pin).format(col="fts.rowid")
             )
             if not bodies:  # postings carry each entry's time and visibility
                 return f"""
@@ -310,7 +319,7 @@ class Ladder:
         tokens: list[str],
         word_lists: list[list[str]],
         p: dict[str, Any],
-        statement: Callable[[str, str], str],
+        statement: Callable[..., str],
     ) -> tuple[list[tuple[Any, ...]], list[int]]:
         """Score the entries that hold a rare query token first: (their best rows, which of the
         tokens are rare). A token is rare when at most RARE bodies and RARE field postings (and at
@@ -354,8 +363,10 @@ class Ladder:
             q[f"bq{i}"] = f"{p[f'b{i}']} AND ({any_rare})"
         sql = statement(
             "{col} IN (SELECT value FROM json_each(:q))",
-            "(rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR rid IN "
+            "(per.rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR per.rid IN "
             "(SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid IN (SELECT value FROM json_each(:qf))))",
+            bodies=rare,
+            pin_body="1",  # a rare token's few body matches are all candidates already
         )
         return self.best(sql, q), rare
 
