@@ -154,25 +154,15 @@ class Ladder:
                     "GROUP BY p.rid"
                 )
         weights: list[int] = []
+        counts: list[tuple[int, int]] | None = None
         if cover:
             # Each word counts by its rarity: a memory holding "lgbtq" and "support" outranks one
             # holding "caroline" and "go".
             vsql, vparams = self.filters.where(self.include_hidden, self.now)
             p.update(vparams)
             n = max(self.cache.entry_count(), 1)
-            for i in range(len(tokens)):
-                df = max(
-                    self.db.execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
-                        {"b": p[f"b{i}"], "m": n // 2 + 1},
-                    ).fetchone()[0],
-                    self.db.execute(
-                        "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
-                        "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
-                        {"w": orjson.dumps(word_lists[i]).decode(), "m": n // 2 + 1},
-                    ).fetchone()[0],
-                )
-                weights.append(_weight(n, df))
+            counts = [self._holders(p[f"b{i}"], word_lists[i], n // 2 + 1) for i in range(len(tokens))]
+            weights = [_weight(n, max(c)) for c in counts]
         elif not parts:
             return exact
         where = "rid NOT IN (SELECT value FROM json_each(:skip))"
@@ -241,7 +231,7 @@ class Ladder:
         in_range = (  # token {i}'s body test, through the doclists of parameters {b}0, {b}1...
             "per.rid IN (SELECT rowid FROM fts WHERE fts MATCH :{b}{{i}} AND rowid BETWEEN :lo AND :hi)"
         )
-        seed, rare = self._rare_first(tokens, word_lists, p, statement)
+        seed, rare = self._rare_first(tokens, word_lists, p, statement, counts)
         common = [i for i in range(len(tokens)) if i not in rare]
         # The entries a field of which holds a query word, newest first; an entry holding none of
         # the rare tokens finds at most the others. (A question's body-only entries come next.)
@@ -320,12 +310,14 @@ class Ladder:
         word_lists: list[list[str]],
         p: dict[str, Any],
         statement: Callable[..., str],
+        counts: list[tuple[int, int]] | None,
     ) -> tuple[list[tuple[Any, ...]], list[int]]:
         """Score the entries that hold a rare query token first: (their best rows, which of the
-        tokens are rare). A token is rare when at most RARE bodies and RARE field postings (and at
+        tokens are rare). A token is rare when at most RARE bodies and RARE entries' fields (and at
         most 1% of the entries) hold it; every other entry then finds at most the remaining
         tokens, which lowers the level older entries are bounded by (the slug of a memory: its
-        one unusual word is in few entries).
+        one unusual word is in few entries). `counts`: each token's (bodies, entries with a field)
+        holding it, when known (counted up to more than `RARE` at least).
 
         Their body tests go through the rare tokens' own (short) doclists: `t AND (rare...)` for an
         entry whose body holds a rare token, one rowid lookup per entry for the few that hold one
@@ -334,19 +326,9 @@ class Ladder:
         if len(tokens) < 2 or self.cache.entry_count() <= SMALL:
             return [], []
         limit = min(RARE, self.cache.entry_count() // 100)
-        rare: list[int] = []
-        for i, words in enumerate(word_lists):
-            n_body = self.db.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
-                {"b": p[f"b{i}"], "m": limit + 1},
-            ).fetchone()[0]
-            n_field = self.db.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM postings "
-                "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
-                {"w": orjson.dumps(words).decode(), "m": limit + 1},
-            ).fetchone()[0]
-            if n_body <= limit and n_field <= limit:
-                rare.append(i)
+        if counts is None:
+            counts = [self._holders(p[f"b{i}"], words, limit + 1) for i, words in enumerate(word_lists)]
+        rare = [i for i, (n_body, n_field) in enumerate(counts) if n_body <= limit and n_field <= limit]
         if not rare:
             return [], []
         any_rare = " OR ".join(p[f"b{i}"] for i in rare)
@@ -369,6 +351,24 @@ class Ladder:
             pin_body="1",  # a rare token's few body matches are all candidates already
         )
         return self.best(sql, q), rare
+
+    def _holders(self, phrase: str, words: list[str], cap: int) -> tuple[int, int]:
+        """How many bodies match `phrase` and how many entries have a field holding one of
+        `words`, each counted up to `cap`."""
+        body = self.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)", {"b": phrase, "m": cap}
+        ).fetchone()[0]
+        if not words:
+            return body, 0
+        if len(words) == 1:  # one posting per (word, entry)
+            sql, w = "SELECT count(*) FROM (SELECT 1 FROM postings WHERE word = :w LIMIT :m)", words[0]
+        else:
+            sql = (
+                "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
+                "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)"
+            )
+            w = orjson.dumps(words).decode()
+        return body, self.db.execute(sql, {"w": w, "m": cap}).fetchone()[0]
 
     def _newest_first(
         self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]], many: bool
