@@ -173,21 +173,15 @@ class Ladder:
         total = sum(weights)
 
         def statement(
-            pin: str,
-            body: str,
-            bodies: Collection[int] | None = None,
-            fields: bool = True,
-            pin_body: str | None = None,
+            pin: str, body: str, bodies: Collection[int] = (), fields: bool = True, pin_body: str = ""
         ) -> str:
             """The scoring statement over the entries `pin` admits (`{col}`: a rid column);
             `body`: token {i}'s body test. A question's `bodies` are the tokens whose body matches
-            are candidates too, so their test is the mask (default: every token; `pin_body`, if
-            given, admits those matches instead of `pin`); without `fields`, only entries no
-            field of which holds a query word are scored."""
+            are candidates too, so their test is the mask (`pin_body`, if given, admits those
+            matches instead of `pin`); without `fields`, only entries no field of which holds a
+            query word are scored."""
             if not cover:
                 bodies = ()
-            elif bodies is None:
-                bodies = range(len(tokens))
             found = [
                 f"((mask & {1 << i}) > 0" + ("" if i in bodies else f" OR {body.format(i=i)}") + ")"
                 for i in range(len(tokens))
