@@ -13,7 +13,10 @@ memory holding tokens of weight w out of the query's total W (in its title, slug
 is at level round(LEVELS * w / W) and scores
 1 + 0.4 * level + 0.1 * field (title 3, slug 2, tag 1, body 0): 1.0 to 5.3, always below the exact
 tiers. In fields such a token matches a whole word, or from four letters the start of one ("go" is
-not in "good"); in bodies a whole (stemmed) word, as FTS5 matches it.
+not in "good"); in bodies a whole (stemmed) word, as FTS5 matches it. A question is read in two
+passes: the entries a field of which holds one of its words (the postings), newest first as the
+ladder reads them; then, of the others, only the bodies that can still reach the limit-th of
+those (`Ladder._bodies_only`).
 
 Every step that keeps only the best `limit` candidates keeps every candidate tying the last one
 kept on score and time (`rows.hit_order` decides between them).
@@ -24,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import orjson
@@ -151,55 +154,49 @@ class Ladder:
                     "GROUP BY p.rid"
                 )
         weights: list[int] = []
+        counts: list[tuple[int, int]] | None = None
         if cover:
-            # Every body holding a word is a candidate too (field 1), and each word counts by its
-            # rarity: a memory holding "lgbtq" and "support" outranks one holding "caroline" and "go".
+            # Each word counts by its rarity: a memory holding "lgbtq" and "support" outranks one
+            # holding "caroline" and "go".
             vsql, vparams = self.filters.where(self.include_hidden, self.now)
             p.update(vparams)
             n = max(self.cache.entry_count(), 1)
-            for i in range(len(tokens)):
-                parts.append(  # its time and visibility are read once per entry, below
-                    f"SELECT rowid AS rid, 1 AS field, NULL AS uts, {1 << i} AS bit "  # noqa: S608
-                    f"FROM fts WHERE fts MATCH :b{i} AND {{pin_body}}"
-                )
-                df = max(
-                    self.db.execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
-                        {"b": p[f"b{i}"], "m": n // 2 + 1},
-                    ).fetchone()[0],
-                    self.db.execute(
-                        "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
-                        "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
-                        {"w": orjson.dumps(word_lists[i]).decode(), "m": n // 2 + 1},
-                    ).fetchone()[0],
-                )
-                weights.append(_weight(n, df))
-        if not parts:
+            counts = [self._holders(p[f"b{i}"], word_lists[i], n // 2 + 1) for i in range(len(tokens))]
+            weights = [_weight(n, max(c)) for c in counts]
+        elif not parts:
             return exact
         where = "rid NOT IN (SELECT value FROM json_each(:skip))"
         if self.filters.entry_level():
             esql, eparams = self.filters.where(self.include_hidden, self.now, on="entry-only")
             p.update(eparams)
             where += f" AND EXISTS (SELECT 1 FROM entries e WHERE e.rid = per.rid AND {esql})"  # noqa: S608
+        total = sum(weights)
 
-        def statement(pin: str, body: str) -> str:
+        def statement(
+            pin: str, body: str, bodies: Collection[int] = (), fields: bool = True, pin_body: str = ""
+        ) -> str:
             """The scoring statement over the entries `pin` admits (`{col}`: a rid column);
-            `body`: token {i}'s body test."""
-            if cover:  # bodies are in `hit`: the mask has every word the memory holds
-                total = sum(weights)
-                held = " + ".join(f"((mask & {1 << i}) > 0) * {w}" for i, w in enumerate(weights))
+            `body`: token {i}'s body test. A question's `bodies` are the tokens whose body matches
+            are candidates too, so their test is the mask (`pin_body`, if given, admits those
+            matches instead of `pin`); without `fields`, only entries no field of which holds a
+            query word are scored."""
+            if not cover:
+                bodies = ()
+            found = [
+                f"((mask & {1 << i}) > 0" + ("" if i in bodies else f" OR {body.format(i=i)}") + ")"
+                for i in range(len(tokens))
+            ]
+            if cover:
+                held = " + ".join(f"{f} * {w}" for f, w in zip(found, weights, strict=True))
                 tenths = f"10 + 4 * ((({held}) * {2 * LEVELS} + {total}) / {2 * total}) + best - 1"
             elif len(tokens) > 1:  # the body is read only for a token no field of the entry holds
-                found = " + ".join(
-                    f"((mask & {1 << i}) > 0 OR {body.format(i=i)})" for i in range(len(tokens))
-                )
-                tenths = f"best * 10 + min(9, ({found}) - 1)"
+                tenths = f"best * 10 + min(9, ({' + '.join(found)}) - 1)"
             else:
                 tenths = "best * 10"
-            hit = " UNION ALL ".join(parts).format(
-                pin=pin.format(col="p.rid"), pin_body=pin.format(col="fts.rowid")
+            hit = " UNION ALL ".join([*(parts if fields else []), *(_body_part(i) for i in bodies)]).format(
+                pin=pin.format(col="p.rid"), pin_body=(pin_body or pin).format(col="fts.rowid")
             )
-            if not cover:
+            if not bodies:  # postings carry each entry's time and visibility
                 return f"""
                     WITH hit AS ({hit}),
                     per AS MATERIALIZED
@@ -207,36 +204,44 @@ class Ladder:
                     SELECT rid, best, {tenths} AS tenths, uts FROM per
                     WHERE {where}"""  # noqa: S608
             # A word in both the title and the body is one bit: the distinct bits sum to their OR.
+            only = "" if fields else f" AND NOT EXISTS ({_IN_FIELD})"
             return f"""
                 WITH hit AS ({hit}),
                 per AS MATERIALIZED
                   (SELECT rid, max(field) AS best, sum(DISTINCT bit) AS mask FROM hit GROUP BY rid)
                 SELECT per.rid AS rid, best, {tenths} AS tenths, e.updated_ts AS uts
                 FROM per JOIN entries e ON e.rid = per.rid
-                WHERE per.{where} AND {vsql}"""  # noqa: S608
+                WHERE per.{where} AND {vsql}{only}"""  # noqa: S608
 
         def reach(held: list[int]) -> int:
             """The most tenths an entry holding only the tokens `held` can score."""
             if not held:
                 return -1
             if cover:
-                w = sum(weights[i] for i in held)
-                return 10 + 4 * ((w * 2 * LEVELS + sum(weights)) // (2 * sum(weights))) + 3
+                return _tenths(sum(weights[i] for i in held), total) + 3
             return 40 + min(9, len(held) - 1)
 
-        seed, rare = self._rare_first(tokens, word_lists, p, statement)
-        common = [i for i in range(len(tokens)) if i not in rare]
-        top = self._newest_first(
-            statement(
-                "{col} BETWEEN :lo AND :hi",
-                "rid IN (SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid BETWEEN :lo AND :hi)",
-            ),
-            p,
-            # An entry holding none of the rare tokens finds at most the others.
-            reach(common),
-            seed,
-            len(common) >= MANY,  # a small cache or MANY common words: one run
+        ranges = "{col} BETWEEN :lo AND :hi"
+        in_range = (  # token {i}'s body test, through the doclists of parameters {b}0, {b}1...
+            "per.rid IN (SELECT rowid FROM fts WHERE fts MATCH :{b}{{i}} AND rowid BETWEEN :lo AND :hi)"
         )
+        seed, rare = self._rare_first(tokens, word_lists, p, statement, counts)
+        common = [i for i in range(len(tokens)) if i not in rare]
+        # The entries a field of which holds a query word, newest first; an entry holding none of
+        # the rare tokens finds at most the others. (A question's body-only entries come next.)
+        top = (
+            self._newest_first(
+                statement(ranges, in_range.format(b="b"), bodies=()),
+                p,
+                reach(common),
+                seed,
+                len(common) >= MANY,  # a small cache or MANY common words: one run
+            )
+            if parts
+            else _cut(seed, self.limit)
+        )
+        if cover:
+            top = self._bodies_only(top, tokens, word_lists, common, weights, p, statement, ranges, in_range)
         full = {
             r.rid: r
             for r in self.rows(
@@ -248,18 +253,65 @@ class Ladder:
         on = {4: "title", 3: "slug", 2: "tag", 1: "body"}
         return exact + [Hit(full[rid], tenths / 10, on[best]) for rid, best, tenths, _ in top if rid in full]
 
+    def _bodies_only(
+        self,
+        top: list[tuple[Any, ...]],
+        tokens: list[str],
+        word_lists: list[list[str]],
+        common: list[int],
+        weights: list[int],
+        p: dict[str, Any],
+        statement: Callable[..., str],
+        ranges: str,
+        in_range: str,
+    ) -> list[tuple[Any, ...]]:
+        """A question's best rows once the entries no field of which holds a query word are
+        scored too: `top` is the best of every other entry (and of every entry holding a rare token).
+
+        Such an entry scores 10 + 4 * level (tenths) of the weight its body holds, so only one
+        whose body holds an essential token can still reach the limit-th row of `top`: the
+        lightest common tokens are left out while even all of them together stay below it (no
+        body holding only those can rank), and the bodies of the others are read, newest first.
+        Every token the candidates hold besides those is found through the candidates' own
+        doclists (`t AND (essential...)`).
+        """
+        total = sum(weights)
+        bar = top[self.limit - 1][2] if len(top) >= self.limit else -1
+        lightest = sorted(common, key=lambda i: (weights[i], i))
+        light, essential = 0, []
+        for k, i in enumerate(lightest):
+            if _tenths(light + weights[i], total) >= bar:
+                essential = lightest[k:]
+                break
+            light += weights[i]
+        if not essential:
+            return top
+        any_essential = " OR ".join(p[f"b{i}"] for i in essential)
+        q = {**p, "fw": orjson.dumps(sorted({w for words in word_lists for w in words})).decode()}
+        for i in range(len(tokens)):
+            q[f"be{i}"] = f"{p[f'b{i}']} AND ({any_essential})"
+        return self._newest_first(
+            statement(ranges, in_range.format(b="be"), bodies=essential, fields=False),
+            q,
+            _tenths(sum(weights[i] for i in common), total),  # the best a body alone can do
+            top,
+            len(essential) >= MANY,
+        )
+
     def _rare_first(
         self,
         tokens: list[str],
         word_lists: list[list[str]],
         p: dict[str, Any],
-        statement: Callable[[str, str], str],
+        statement: Callable[..., str],
+        counts: list[tuple[int, int]] | None,
     ) -> tuple[list[tuple[Any, ...]], list[int]]:
         """Score the entries that hold a rare query token first: (their best rows, which of the
-        tokens are rare). A token is rare when at most RARE bodies and RARE field postings (and at
+        tokens are rare). A token is rare when at most RARE bodies and RARE entries' fields (and at
         most 1% of the entries) hold it; every other entry then finds at most the remaining
         tokens, which lowers the level older entries are bounded by (the slug of a memory: its
-        one unusual word is in few entries).
+        one unusual word is in few entries). `counts`: each token's (bodies, entries with a field)
+        holding it, when known (counted up to more than `RARE` at least).
 
         Their body tests go through the rare tokens' own (short) doclists: `t AND (rare...)` for an
         entry whose body holds a rare token, one rowid lookup per entry for the few that hold one
@@ -268,19 +320,9 @@ class Ladder:
         if len(tokens) < 2 or self.cache.entry_count() <= SMALL:
             return [], []
         limit = min(RARE, self.cache.entry_count() // 100)
-        rare: list[int] = []
-        for i, words in enumerate(word_lists):
-            n_body = self.db.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)",
-                {"b": p[f"b{i}"], "m": limit + 1},
-            ).fetchone()[0]
-            n_field = self.db.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM postings "
-                "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)",
-                {"w": orjson.dumps(words).decode(), "m": limit + 1},
-            ).fetchone()[0]
-            if n_body <= limit and n_field <= limit:
-                rare.append(i)
+        if counts is None:
+            counts = [self._holders(p[f"b{i}"], words, limit + 1) for i, words in enumerate(word_lists)]
+        rare = [i for i, (n_body, n_field) in enumerate(counts) if n_body <= limit and n_field <= limit]
         if not rare:
             return [], []
         any_rare = " OR ".join(p[f"b{i}"] for i in rare)
@@ -297,10 +339,30 @@ class Ladder:
             q[f"bq{i}"] = f"{p[f'b{i}']} AND ({any_rare})"
         sql = statement(
             "{col} IN (SELECT value FROM json_each(:q))",
-            "(rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR rid IN "
+            "(per.rid IN (SELECT rowid FROM fts WHERE fts MATCH :bq{i}) OR per.rid IN "
             "(SELECT rowid FROM fts WHERE fts MATCH :b{i} AND rowid IN (SELECT value FROM json_each(:qf))))",
+            bodies=rare,
+            pin_body="1",  # a rare token's few body matches are all candidates already
         )
         return self.best(sql, q), rare
+
+    def _holders(self, phrase: str, words: list[str], cap: int) -> tuple[int, int]:
+        """How many bodies match `phrase` and how many entries have a field holding one of
+        `words`, each counted up to `cap`."""
+        body = self.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH :b LIMIT :m)", {"b": phrase, "m": cap}
+        ).fetchone()[0]
+        if not words:
+            return body, 0
+        if len(words) == 1:  # one posting per (word, entry)
+            sql, w = "SELECT count(*) FROM (SELECT 1 FROM postings WHERE word = :w LIMIT :m)", words[0]
+        else:
+            sql = (
+                "SELECT count(*) FROM (SELECT DISTINCT rid FROM postings "
+                "WHERE word IN (SELECT value FROM json_each(:w)) LIMIT :m)"
+            )
+            w = orjson.dumps(words).decode()
+        return body, self.db.execute(sql, {"w": w, "m": cap}).fetchone()[0]
 
     def _newest_first(
         self, sql: str, p: dict[str, Any], top_level: int, seed: list[tuple[Any, ...]], many: bool
@@ -409,6 +471,25 @@ def _rank(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """(rid, best, tenths, uts) in the scoring statement's order: tenths, then newest (undated
     last), then rid."""
     return (-row[2], row[3] is None, -(row[3] or 0.0), row[0])
+
+
+def _body_part(i: int) -> str:
+    """Token {i}'s body matches as candidates of a scoring statement (`{pin_body}`: their rids);
+    their time and visibility are read once per entry, from `entries`."""
+    return (
+        f"SELECT rowid AS rid, 1 AS field, NULL AS uts, {1 << i} AS bit "  # noqa: S608
+        f"FROM fts WHERE fts MATCH :b{i} AND {{pin_body}}"
+    )
+
+
+# Whether a field of the entry `per.rid` holds a query word (`:fw`, every word any token matches).
+_IN_FIELD = "SELECT 1 FROM postings p WHERE p.rid = per.rid AND p.word IN (SELECT value FROM json_each(:fw))"
+
+
+def _tenths(held: int, total: int) -> int:
+    """A question's score in tenths, without its field, for an entry holding words of weight
+    `held` out of the query's `total`: 10 + 4 * level."""
+    return 10 + 4 * ((held * 2 * LEVELS + total) // (2 * total))
 
 
 def _vocab_sql(token: str, whole_words: bool) -> tuple[str, tuple[str, ...]]:
