@@ -48,11 +48,15 @@ def make_tree(root: Path, files: int, folders: int) -> None:
             n += 1
 
 
-def start_emulator(root: Path, latency_ms: float, call_log: Path) -> tuple[subprocess.Popen[str], str]:
+def start_emulator(
+    root: Path, latency_ms: float, call_log: Path, *switches: str
+) -> tuple[subprocess.Popen[str], str]:
+    """The emulator in its own process (`switches`: more of its flags); (process, its URL)."""
     proc = subprocess.Popen(
         [
             *[sys.executable, "-m", "box_memory.emulator", "--root", str(root), "--port", "0"],
             *["--token", TOKEN, "--latency-ms", str(latency_ms), "--call-log", str(call_log)],
+            *switches,
         ],
         stdout=subprocess.PIPE,
         text=True,

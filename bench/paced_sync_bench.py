@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,35 +31,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.brain_bench import TOKEN, make_tree
+from bench.brain_bench import TOKEN, make_tree, start_emulator
 from box_memory.brain.pace import SAFETY
 from box_memory.brain.sync import SyncOptions, SyncRequest, brain_sync
 from box_memory.maintenance.init import InitRequest, init
 
 
-def start_emulator(
-    root: Path, budget: int, latency_ms: float, log: Path
-) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            *[sys.executable, "-m", "box_memory.emulator", "--root", str(root), "--port", "0"],
-            *["--token", TOKEN, "--latency-ms", str(latency_ms), "--call-log", str(log)],
-            *["--rate-limit", "--calls-per-minute", str(budget)],
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise SystemExit(f"emulator did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[-1].strip()
-
-
 def one_run(base: Path, name: str, args: argparse.Namespace, opts: SyncOptions) -> dict:
     log = base / f"calls-{name}.jsonl"
-    proc, url = start_emulator(base / "box", args.budget, args.latency_ms, log)
+    rate = ("--rate-limit", "--calls-per-minute", str(args.budget))
+    proc, url = start_emulator(base / "box", args.latency_ms, log, *rate)
     home = base / f"home-{name}"
     os.environ.update(BOX_MCP_URL=url, BOX_ACCESS_TOKEN=TOKEN, BOX_MEMORY_HOME=str(home))
     try:
