@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.format import frontmatter
@@ -42,11 +42,15 @@ from box_memory.transfer.sources.exports import EXPORT_MEMBER
 from box_memory.transfer.sources.markdown import markdown_item as _markdown_item
 from box_memory.workspace.resolve import Workspace
 
+if TYPE_CHECKING:  # the write room is loaded only when an import writes
+    from box_memory.write.commit import Placement, Transaction
+    from box_memory.write.prepare import Prepared
+
 
 @dataclass
 class Planned:
     item: SourceItem
-    prepared: Any  # memories.Prepared
+    prepared: Prepared
 
 
 @dataclass
@@ -413,7 +417,7 @@ def _commit_import(
 
     if not planned and not placed:
         return
-    placements: list[Any] = [MemoryPlacement(pl.prepared) for pl in planned]
+    placements: list[Placement] = [MemoryPlacement(pl.prepared) for pl in planned]
     placements += [ImportedCompanion(c) for c in placed]
     bar = task("Importing", len(planned), "memories")  # drawn on a terminal only (box_memory.progress)
 
@@ -500,7 +504,7 @@ class ImportedCompanion:
 
     c: PlacedCompanion
 
-    def place(self, tx: Any) -> dict[str, Any]:
+    def place(self, tx: Transaction) -> dict[str, Any]:
         c, ws = self.c, tx.ws
         meta = dict(c.item.extra_source.get("_frontmatter") or {})
         meta["team"] = ws.team_of(_folder_team(c.folder + "/"))

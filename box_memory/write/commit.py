@@ -236,7 +236,7 @@ def commit(
     Without `on_item`, each placement is saved at once and the first error is raised (a command's
     own write). With it, the placements are a batch: `on_item(i, result, error)` is told of each,
     an error skips only that item, and the indexes are saved every BATCH_SAVE_EVERY writes and at
-    the end. Returns (the results, the warnings)."""
+    the end. Returns (the results of a command's own write, empty for a batch; the warnings)."""
     batch = on_item is not None
     results: list[dict[str, Any]] = []
     tx = Transaction(ws, batch=batch)
@@ -252,8 +252,7 @@ def commit(
                 except BoxMemoryError as e:
                     on_item(i, None, e)
                     continue
-                results.append(res)
-                on_item(i, res, None)
+                on_item(i, res, None)  # a batch's results go to on_item only (an import: 20,000)
                 tx.pending += 1
                 if tx.pending >= BATCH_SAVE_EVERY:
                     tx.flush()

@@ -330,7 +330,8 @@ class CompanionPlacement:
         taken = {str(e.get("slug")) for e in idx.entries if old is None or e.get("id") != old.id}
         meta = self._meta(ws, next_free_slug(f"{slugify(c.binary.name)}-companion", taken), extracted)
         supersede = None
-        if old is not None and old_mem is not None:
+        if old is not None:
+            assert old_mem is not None  # read with `old` above
             meta["supersedes"] = [old.id]
             supersede = Supersede(
                 Located(old.entry, old.folder), old_mem, archive_to=archive_path(_binary_name(old), old.id)

@@ -8,7 +8,7 @@ from typing import Any
 
 from box_memory.errors import DuplicateMemory, NotFound
 from box_memory.format.ids import new_id, next_free_slug, slugify, validate_title
-from box_memory.format.model import KINDS, now_iso
+from box_memory.format.model import KINDS, Memory, now_iso
 from box_memory.format.names import fit_slug
 from box_memory.result import Result
 from box_memory.store.base import AlreadyExists
@@ -16,6 +16,7 @@ from box_memory.workspace.index import FolderIndex, load_all, read_memory
 from box_memory.workspace.resolve import Workspace
 from box_memory.write.checks import infer_kind, memory_filename, render_body
 from box_memory.write.commit import (
+    Committed,
     FolderSlots,
     Located,
     Supersede,
@@ -50,7 +51,7 @@ class Draft:
     inherited: list[str] = field(default_factory=list)
     kind_changed_from: str | None = None
 
-    def inherit(self, ws: Workspace, prev: Located, mem: Any, team_given: bool) -> None:
+    def inherit(self, ws: Workspace, prev: Located, mem: Memory, team_given: bool) -> None:
         """A replacement keeps what it replaces unless the caller says otherwise."""
         if not self.title:
             self.title = validate_title(mem.title)
@@ -189,7 +190,7 @@ class MemoryPlacement:
         old: Supersede | None,
         save: bool,
         d: Draft,
-    ) -> Any:
+    ) -> Committed:
         kind, folder, mem_id = str(d.kind), idx.folder, str(meta["id"])
         attempt = [slots.free_name(kind, str(meta["slug"]))]
 

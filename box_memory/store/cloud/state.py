@@ -51,7 +51,7 @@ def close_all() -> list[str]:
     warnings: list[str] = []
     while _OPEN:
         store = _OPEN.pop()
-        warnings.extend(store.warnings)
+        warnings.extend(store.collected_warnings())
         store.warnings = []
         with contextlib.suppress(Exception):
             store.close()
