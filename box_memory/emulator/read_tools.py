@@ -6,8 +6,9 @@ Guesses about the real service, where its behaviour is not documented:
 - get_file_content answers `{"id", "name", "content"}`; a file without a text representation
   (binary bytes, or a type Box would convert with converters the emulator lacks: pdf, docx...) is
   an error 400 `bad_request`, and a source over 50 MB an error 400 `file_size_limit_exceeded`;
-- search is a plain case-insensitive substring match on name and text, all query words required,
-  stop words ignored (a query of stop words only, like "the", matches every file).
+- search takes Box's published query operators (`_query_matcher`), but matches each term as a
+  case-insensitive substring of the name and text, stop words ignored (a query of stop words
+  only, like "the", matches every file).
 """
 
 from __future__ import annotations
@@ -200,20 +201,46 @@ def terms(text: str) -> list[str]:
 
 
 def _query_matcher(query: str) -> Callable[[str, Callable[[], str | None]], bool]:
-    """All non-stop words must occur (substring, case-insensitive) in the name or the text."""
-    phrases = [p.casefold() for p in re.findall(r'"([^"]+)"', query)]
-    words = [w for w in terms(re.sub(r'"[^"]*"', " ", query)) if w not in STOP_WORDS]
-    needles = phrases + words
+    """Box's query operators (developer.box.com/guides/search/query-operators): `"..."` an exact
+    phrase, `AND` both sides, `OR` either, `NOT` not the next term; operators count only in upper
+    case, and words side by side are implicitly ORed. A term matches as a case-insensitive
+    substring of the name or the text (a guess: Box matches words); stop words are ignored, and a
+    query of stop words only matches every file. NOT binds tightest, then AND, then OR."""
+    groups: list[list[tuple[bool, str]]] = [[]]  # OR of ANDs of (negated, needle)
+    negate = join = False
+    for m in re.finditer(r'"([^"]+)"|(\S+)', query):
+        phrase, word = m.group(1), m.group(2)
+        if word in ("AND", "OR", "NOT"):
+            negate = negate or word == "NOT"
+            join = join or word in ("AND", "NOT")
+            continue
+        needles = [phrase.casefold()] if phrase else [t for t in terms(word or "") if t not in STOP_WORDS]
+        for needle in needles:
+            if groups[-1] and not join:
+                groups.append([])
+            groups[-1].append((negate, needle))
+            negate = join = False
+    groups = [g for g in groups if g]
 
     def match(name: str, text: Callable[[], str | None]) -> bool:
-        if not needles:
+        if not groups:
             return True
-        hay = name.casefold()
-        if all(n in hay for n in needles):
-            return True
-        body = text()
-        hay = hay + "\n" + (body.casefold() if body else "")
-        return all(n in hay for n in needles)
+        body: list[str | None] = []
+
+        def hay() -> str:
+            if not body:
+                got = text()
+                body.append(name.casefold() + "\n" + (got.casefold() if got else ""))
+            return body[0] or ""
+
+        folded = name.casefold()
+        for group in groups:
+            # The name alone decides a group of plain terms it holds; anything else reads the text.
+            if all(not neg and n in folded for neg, n in group):
+                return True
+            if all((n in hay()) != neg for neg, n in group):
+                return True
+        return False
 
     return match
 

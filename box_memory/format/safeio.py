@@ -348,6 +348,11 @@ def not_downloaded(path: str | Path) -> bool:
         return False
 
 
+def not_local_stat(st: os.stat_result) -> bool:
+    """`not_downloaded` for a stat already taken (the recall cache stats every file it reads)."""
+    return _NOT_LOCAL_FLAGS and _not_local(st)
+
+
 def read_timeout() -> float:
     """`BOX_MEMORY_READ_TIMEOUT_S` (settings.read_timeout_s: default 30; 0 turns the timeout off)."""
     return settings.read_timeout_s()

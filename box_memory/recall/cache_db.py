@@ -22,14 +22,14 @@ import orjson
 
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
 from box_memory.format.model import HIDDEN_STATUSES, parse_time
-from box_memory.format.safeio import OutsideWorkspace, ReadFailed, make_private
+from box_memory.format.safeio import OutsideWorkspace, ReadFailed, make_private, not_local_stat
 from box_memory.workspace.resolve import Workspace
 
 if TYPE_CHECKING:
     from box_memory.recall.watch import FolderWatch
 
 
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 # A file stat taken less than this after the file's last change may not show a change made in the
 # same clock tick (coarse kernel clocks; 1-2 s on FAT, SMB and some sync clients): kept as racy.
 RACY_NS = 2_000_000_000
@@ -49,6 +49,15 @@ RACY_NS = 2_000_000_000
 RID_SHIFT = 6
 BUCKET_S = 1024
 MAX_BUCKET = (1 << (63 - RID_SHIFT)) - 2  # rids stay within SQLite's 64-bit integers
+#
+# An entry's body may be pending (`src.pending`): the entry is indexed from its `_index.json` entry
+# alone - every route and filter, and the title/slug/tag postings, work from that - and its text is
+# not read, because it is not on this machine: NOT_FETCHED, a Box file the content cache does not
+# hold (a build with more than `cache_refresh.EAGER_READS` of those reads none), or ONLINE_ONLY, a
+# Box Drive placeholder (reading it would download it). A pending body has no full-text row; one
+# read later (a Box search hit: `hold`) gets it then and is held from then on. `src.sha1` is the
+# Box sha1 of a body read on Box, so an excerpt can come from the content cache without a listing.
+HELD, NOT_FETCHED, ONLINE_ONLY = 0, 1, 2
 
 
 _SCHEMA = """
@@ -70,8 +79,9 @@ CREATE INDEX entries_title ON entries(title_cf);
 CREATE INDEX entries_file ON entries(file_id) WHERE file_id IS NOT NULL;
 CREATE INDEX entries_superseded ON entries(superseded_by) WHERE superseded_by IS NOT NULL;
 CREATE TABLE src(rid INTEGER PRIMARY KEY, entry_sig BLOB NOT NULL, file_sig TEXT, stat_sig TEXT,
-  body_sig BLOB, drift INTEGER NOT NULL DEFAULT 0);
+  body_sig BLOB, drift INTEGER NOT NULL DEFAULT 0, pending INTEGER NOT NULL DEFAULT 0, sha1 TEXT);
 CREATE INDEX src_drift ON src(rid) WHERE drift = 1;
+CREATE INDEX src_pending ON src(rid) WHERE pending > 0;
 CREATE TABLE tags(tag TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(tag, rid)) WITHOUT ROWID;
 CREATE INDEX tags_rid ON tags(rid);
 CREATE VIRTUAL TABLE fts USING fts5(body, content='', tokenize='porter unicode61 remove_diacritics 2');
@@ -206,6 +216,9 @@ class CacheDB:
         self._outside: set[tuple[str, str]] = set()  # (folder, id): read again as changed in place
         self._just_read: set[int] = set()  # rids whose files this transaction read
         self._racy: set[str] = set()  # folders where a racy file stat was recorded
+        self._pinned: dict[str, str] = {}  # Box folders read through their index: its file id
+        self._defer: set[str] = set()  # paths whose bodies this refresh leaves pending (NOT_FETCHED)
+        self._fetched: dict[str, bytes] = {}  # bodies this refresh fetched by Box file id, by path
         # A kept-open cache's inotify watch on the memory folders (`file_watch`): with it, only the
         # folders that had an event since the last call have their files stat'ed.
         self.watch: FolderWatch | None = None
@@ -339,19 +352,28 @@ class CacheDB:
             e = indexed
             unread = len(self._unread)
             stat_sig = None
+            pending = HELD
             if root is not None:  # taken before the read: a change after it shows next time
                 with contextlib.suppress(OSError):
-                    stat_sig = recorded_stat(os.stat(os.path.join(root, path)))  # noqa: PTH116, PTH118
+                    st = os.stat(os.path.join(root, path))  # noqa: PTH116, PTH118
+                    stat_sig = recorded_stat(st)
                     if stat_sig.startswith("?"):
                         self._racy.add(folder)
-            try:
-                raw = self._read_raw(path, folder)
-            except ContentUnverified as err:
-                self._unread.append((folder, f"{err} (recall skipped this memory)"))
-                continue
-            except Unreadable:
-                self._denied.append((folder, path))
-                continue
+                    if not_local_stat(st):
+                        pending = ONLINE_ONLY  # a Box Drive placeholder: never downloaded for recall
+            elif path in self._defer:
+                pending = NOT_FETCHED
+            raw: bytes | None = None
+            if not pending:
+                try:
+                    got = self._fetched.get(path)
+                    raw = got if got is not None else self._read_raw(path, folder)
+                except ContentUnverified as err:
+                    self._unread.append((folder, f"{err} (recall skipped this memory)"))
+                    continue
+                except Unreadable:
+                    self._denied.append((folder, path))
+                    continue
             front, body = split_body(raw) if raw is not None else ("", "")
             read = len(self._unread) == unread
             drift = 0
@@ -396,11 +418,17 @@ class CacheDB:
                 )
             )
             body_sig = body_digest(raw) if raw is not None else None
+            sha1 = None
+            if root is None and raw is not None:  # on Box: the version read, for excerpts
+                from hashlib import sha1 as _sha1
+
+                sha1 = _sha1(raw, usedforsecurity=False).hexdigest()
             srcs.append(
-                (rid, sig if read else b"", file_sig, stat_sig, body_sig, drift)
+                (rid, sig if read else b"", file_sig, stat_sig, body_sig, drift, pending, sha1)
             )  # b"": read next time
             self._just_read.add(rid)
-            bodies.append((rid, body))
+            if not pending:
+                bodies.append((rid, body))
             # The words of title, slug and tags, each with the best field holding it (title 4,
             # slug 3, tag 2): a query token is inside a field exactly when it is inside one of the
             # field's words (tokens are \w+ runs too), so scoring needs only these rows.
@@ -422,11 +450,46 @@ class CacheDB:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             entries,
         )
-        db.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?, ?)", srcs)
+        db.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?, ?, ?, ?)", srcs)
         db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", bodies)
         db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
         db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in vocab))
         db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", tag_rows)
+
+    def pending_counts(self) -> dict[int, int]:
+        """How many entries' bodies are pending, by kind (NOT_FETCHED, ONLINE_ONLY)."""
+        q = "SELECT pending, count(*) FROM src WHERE pending > 0 GROUP BY pending"
+        return {int(k): int(n) for k, n in self.conn.execute(q)}
+
+    def hold(self, bodies: dict[int, bytes]) -> int:
+        """Make pending entries held with their bodies read since (Box search hits): into the
+        full-text index, searched from now on. Returns how many were still pending."""
+        if not bodies:
+            return 0
+        from hashlib import sha1
+
+        db = self.conn
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            live = sorted(
+                r
+                for (r,) in db.execute(
+                    "SELECT rid FROM src WHERE pending > 0 AND rid IN (SELECT value FROM json_each(?))",
+                    ("[" + ",".join(str(int(r)) for r in bodies) + "]",),
+                )
+            )
+            for rid in live:
+                raw = bodies[rid]
+                db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (rid, split_body(raw)[1]))
+                db.execute(
+                    "UPDATE src SET pending = 0, body_sig = ?, sha1 = ? WHERE rid = ?",
+                    (body_digest(raw), sha1(raw, usedforsecurity=False).hexdigest(), rid),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            rollback(db)
+            raise
+        return len(live)
 
     def _read_raw(self, path: str, folder: str) -> bytes | None:
         try:

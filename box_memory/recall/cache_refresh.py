@@ -8,6 +8,14 @@ it wrote instead (`apply_write`).
 
 The per-folder staleness verdict (format spec section 5) is computed when a folder is re-read and
 kept with its signatures, so a warm call re-lists nothing.
+
+On Box, a big folder is not listed at all: its `_index.json` is found and stat'ed by Box file id
+(`store/cloud/pins.py`; the ids are remembered in `meta` under `pins`), and its signature is that
+index's. Memory bodies that are not on this machine are left pending (`cache_db`: `pending`) when
+a refresh would have to fetch more than EAGER_READS of them: a cold build of a big Box workspace
+reads indexes only, and a Box Drive placeholder is never read. So the drift checks that need a
+listing (files the index misses, files changed in place) run only where the folder is listed:
+folders whose index is small, and any folder once a write or `index-rebuild` lists it.
 """
 
 from __future__ import annotations
@@ -25,11 +33,13 @@ from box_memory.progress import task
 from box_memory.recall.cache_db import Todo, entry_digest, rollback, signature
 from box_memory.recall.cache_files import FileChecks
 from box_memory.recall.unreadable import unreadable_warning
-from box_memory.store.base import join
+from box_memory.store.base import as_unlisted_reads, join
 from box_memory.workspace.resolve import INDEX_NAME
 
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
 COMPACT_MIN = 1000  # dead index rows (`cache_db`: `dead`) tolerated before a rebuild from the files
+EAGER_READS = 64  # Box bodies one refresh fetches (a warm call's few new memories); more: pending
+PIN_MIN_ENTRIES = 300  # a Box folder with more entries is read through its pinned index next time
 
 
 class RecallCache(FileChecks):
@@ -39,6 +49,7 @@ class RecallCache(FileChecks):
         """Bring the cache up to date with the workspace; return its stale-index warnings."""
         started = time.perf_counter()
         self._just_read, self._racy = set(), set()
+        self._pin_indexes()
         folders = self.ws.index_folders()
         sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
         self.stats.folders = len(folders)
@@ -63,6 +74,7 @@ class RecallCache(FileChecks):
                 self._insert_planned(plans)
                 for plan in plans:
                     self._finish_folder(plan)
+                self._remember_pins(plans)
                 self._outside = set()
                 for f in set(rows) - set(folders):
                     self._drop_folder(f)
@@ -95,6 +107,35 @@ class RecallCache(FileChecks):
         if denied:
             warnings.append(unreadable_warning(denied))
         return warnings
+
+    def _pin_indexes(self) -> None:
+        """On Box: find the big folders' indexes by file id before anything lists a folder (the
+        ids remembered by the last refresh; none remembered: Box search finds them)."""
+        self._pinned: dict[str, str] = {}
+        store = as_unlisted_reads(self.ws.store)
+        if store is None:
+            return
+        row = self.conn.execute("SELECT v FROM meta WHERE k = 'pins'").fetchone()
+        known = orjson.loads(row[0]) if row is not None else None
+        self._pinned = store.pin_indexes(known if isinstance(known, dict) else None)
+
+    def _remember_pins(self, plans: list[_Plan]) -> None:
+        """Record, for the next refresh, the index file id of every big Box folder re-read now."""
+        if as_unlisted_reads(self.ws.store) is None:
+            return
+        row = self.conn.execute("SELECT v FROM meta WHERE k = 'pins'").fetchone()
+        pins = orjson.loads(row[0]) if row is not None else {}
+        pins = dict(pins) if isinstance(pins, dict) else {}
+        for plan in plans:
+            fid = self._pinned.get(plan.folder)
+            if fid is None and plan.entries > PIN_MIN_ENTRIES:
+                st = self.ws.store.stat(join(plan.folder, INDEX_NAME))  # listed already
+                fid = st.file_id if st is not None else None
+            if fid is not None and plan.entries > PIN_MIN_ENTRIES:
+                pins[plan.folder] = fid
+            else:
+                pins.pop(plan.folder, None)
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('pins', ?)", (orjson.dumps(pins).decode(),))
 
     def _folder_rows(self) -> dict[str, tuple[Any, Any, str, Any]]:
         return {
@@ -132,9 +173,14 @@ class RecallCache(FileChecks):
         ws, db = self.ws, self.conn
         self.stats.reread_folders += 1
         warnings: list[Any] = []
+        pinned = folder in self._pinned  # on Box: read through its index, never listed
         try:
             idx = load_index(ws, folder)
-            listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+            listing = (
+                []
+                if pinned
+                else [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
+            )
         except Unreadable as e:
             # A team folder this user may not read: skipped, never taken for an empty folder. A
             # link out of the workspace: the same, and the warning names the link.
@@ -149,7 +195,9 @@ class RecallCache(FileChecks):
             warnings.append(f"{e} (recall skipped this folder)")
             idx = FolderIndex(folder, {"entries": []}, existed=False)
             listing = [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
-        if idx.existed:
+        if pinned:
+            pass  # no listing: what only a listing shows is checked where a folder is listed
+        elif idx.existed:
             reasons = drift(ws, idx, listing=listing)
             if reasons:
                 warnings.append(f"index of {folder}/ may be stale - run index-rebuild ({'; '.join(reasons)})")
@@ -177,7 +225,8 @@ class RecallCache(FileChecks):
             sig, path = entry_digest(ent), _entry_path(folder, ent)
             file_sig = stat_of.get(path.rsplit("/", 1)[-1]) if path.startswith(folder + "/") else None
             prev = old.pop(mid, None)
-            if prev is not None and prev[1] == sig and prev[2] == file_sig:
+            if prev is not None and prev[1] == sig and (pinned or prev[2] == file_sig):
+                # (Not listed: the same index entry is the same memory, its body kept as held.)
                 if prev[3] and not self._disagrees(ent, path):
                     # Changed in place earlier; the index written since agrees with the file now.
                     db.execute("UPDATE src SET drift = 0 WHERE rid = ?", (prev[0],))
@@ -187,11 +236,9 @@ class RecallCache(FileChecks):
                 if prev[1] == sig:  # the same index entry, another file: changed in place
                     self._outside.add((folder, mid))
             todo.append((ent, mid, path, sig, file_sig))
-        if todo:  # cloud: fetch just the changed files, concurrently
-            ws.store.prefetch(t[2] for t in todo)
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
-        return _Plan(folder, ws.folder_team(folder), sigs, warnings, todo)
+        return _Plan(folder, ws.folder_team(folder), sigs, warnings, todo, len(seen))
 
     def _insert_planned(self, plans: list[_Plan]) -> None:
         """Read and add every planned entry, oldest first across all folders: rids are times, so a
@@ -203,10 +250,41 @@ class RecallCache(FileChecks):
         self.stats.reread_files += len(items)
         if not items:
             return
+        self._plan_bodies(items)
         with task("Recall cache: reading memory files", total=len(items), unit="memories") as bar:
             for start in range(0, len(items), BATCH):
                 self._insert(items[start : start + BATCH])
                 bar.advance(len(items[start : start + BATCH]))
+
+    def _plan_bodies(self, items: list[tuple[str, str, Todo]]) -> None:
+        """On Box: fetch the bodies to read when they are few (EAGER_READS), concurrently - by
+        listing in a listed folder, by file id in a pinned one - else leave the ones this machine
+        does not hold pending (a cold build of a big workspace reads its indexes only)."""
+        self._defer, self._fetched = set(), {}
+        store = self.ws.store
+        if store.local_root is not None:
+            return  # local: read as always (a Box Drive placeholder is left pending by its stat)
+        listed, by_id = [], {}
+        for folder, _team, t in items:
+            path = t[2]
+            if folder in self._pinned:
+                fid = t[0].get("file_id")
+                by_id[path] = str(fid) if fid else None
+            elif store.read_if_local(path) is None:
+                listed.append(path)
+        if len(listed) + len(by_id) > EAGER_READS:
+            self._defer = set(listed) | set(by_id)
+            return
+        if listed:
+            store.prefetch(listed)
+        reads = as_unlisted_reads(store)
+        wanted = {fid: None for fid in by_id.values() if fid}
+        got = reads.fetch_bodies(wanted) if reads is not None and wanted else {}
+        for path, fid in by_id.items():
+            if fid is not None and fid in got:
+                self._fetched[path] = got[fid]
+            else:
+                self._defer.add(path)  # no listing to read it by: left for a search or a fill
 
     def _finish_folder(self, plan: _Plan) -> None:
         """Record a re-read folder's signatures and warnings (none kept when a file could not be
@@ -293,6 +371,7 @@ class _Plan(NamedTuple):
     sigs: tuple[str | None, str | None]
     warnings: list[Any]
     todo: list[Todo]
+    entries: int = 0  # entries its index holds
 
 
 def _entry_path(folder: str, ent: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from box_memory.format.model import HIDDEN_STATUSES
 from box_memory.recall.cache_db import ENTRY_COLS, folded, split_body
 from box_memory.recall.rank import Ladder
 from box_memory.recall.rows import ORDER_TAIL, Hit, Row, json_ints, prefer
+from box_memory.store.base import as_unlisted_reads
 
 
 class Search(Ladder):
@@ -135,12 +136,16 @@ class Search(Ladder):
         no copy). A file that is not on this machine - a Box Drive placeholder, a Box file missing
         from the content cache - is not fetched for an excerpt, nor is one that cannot be read."""
         store = self.cache.ws.store
+        by_id = as_unlisted_reads(store)
         out: dict[int, str] = {}
-        for rid, path in self.db.execute(
-            "SELECT rid, path FROM entries WHERE rid IN (SELECT value FROM json_each(:rids))",
+        for rid, path, fid, sha1 in self.db.execute(
+            "SELECT e.rid, e.path, e.file_id, s.sha1 FROM entries e JOIN src s ON s.rid = e.rid "
+            "WHERE e.rid IN (SELECT value FROM json_each(:rids))",
             {"rids": json_ints(rids)},
         ):
             raw = store.read_if_local(path)
+            if raw is None and by_id is not None and fid:  # a folder not listed: by id and sha1
+                raw = by_id.cached_text(fid, sha1)
             if raw is not None:
                 out[rid] = split_body(raw)[1]
         return out

@@ -251,7 +251,14 @@ def _run(
                 hits = s.direct(found, "slug", f"slug {text}")
                 for h in hits:
                     h.score = 8.0
-        hits += s.free_text(text, {h.row.rid for h in hits})
+        skip = {h.row.rid for h in hits}
+        found = s.free_text(text, skip)
+        if cache.pending_counts() and not _decided(found, req.limit):
+            from box_memory.recall.pending import search_pending
+
+            search_pending(s, text)  # bodies not on this machine: Box search, or said unsearched
+            found = s.free_text(text, skip)
+        hits += found
     hits = hit_order(hits)[: req.limit]
 
     bodies = s.bodies([h.row.rid for h in hits])
@@ -299,6 +306,12 @@ def _run(
     if not out and not dangling and route not in ("id",):
         warnings.append("no memories match" + (f" {text!r}" if text else " these filters"))
     return RecallResult(data, warnings, marks)
+
+
+def _decided(hits: list[Hit], limit: int) -> bool:
+    """Whether `limit` hits match the whole query exactly (title, slug or tag: 6 and up): no body,
+    held or not, can change that answer (a body-only match scores below 2)."""
+    return len(hits) >= limit and all(h.score >= 6 for h in hit_order(hits)[:limit])
 
 
 def _tags(r: Row) -> list[str]:

@@ -154,6 +154,22 @@ class TierDetection(Protocol):
     def redetect_tier(self) -> dict[str, Any] | None: ...
 
 
+@runtime_checkable
+class UnlistedReads(Protocol):
+    """Box: big folders read through their `_index.json` found by file id (never listed), memory
+    files fetched by file id, memory text searched with Box search (store/cloud/pins.py)."""
+
+    def pin_indexes(self, known: dict[str, str] | None) -> dict[str, str]: ...
+    def fetch_bodies(self, wanted: dict[str, str | None]) -> dict[str, bytes]: ...
+    def cached_text(self, file_id: str, sha1: str | None) -> bytes | None: ...
+    def search_text(self, words: list[str], limit: int) -> list[dict[str, Any]] | None: ...
+
+
+def as_unlisted_reads(store: Store) -> UnlistedReads | None:
+    """The store as a reader of big folders by file id (Box cloud), else None."""
+    return store if isinstance(store, UnlistedReads) else None
+
+
 def as_metadata_search(store: Store) -> MetadataSearch | None:
     """The store as a metadata search, when it offers one (Box cloud), else None."""
     return store if isinstance(store, MetadataSearch) else None

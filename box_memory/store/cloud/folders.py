@@ -47,6 +47,8 @@ class Folders(CloudState):
             self._kept = self._keep()
         self._listings.clear()
         self._coherent.clear()
+        self._pins.clear()  # found before the drop: a writer (the lock) lists them afresh
+        self._unlisted.clear()
         self._prefetched = False
         if self._client is not None and not getattr(self._client, "is_open", True):
             self._client = None
@@ -208,8 +210,11 @@ class Folders(CloudState):
         if self._prefetched:
             return
         self._prefetched = True
+        unlisted = set(self._unlisted.values())  # read through their pinned index (pins.py)
         wanted = [
-            (p, fid) for p, fid in self._logical_ids().items() if p != "teams" and fid not in self._listings
+            (p, fid)
+            for p, fid in self._logical_ids().items()
+            if p != "teams" and fid not in self._listings and fid not in unlisted
         ]
         if len(wanted) < 2:
             return
@@ -257,6 +262,9 @@ class Folders(CloudState):
         if not path:
             return {"type": "folder", "id": self.root_id, "name": ""}
         parent, name = split_path(path)
+        pin = self._pins.get(path)
+        if pin is not None and self._unlisted.get(parent) not in self._listings:
+            return pin  # found by its Box file id (pins.py): the folder is not listed for it
         items = self._items(parent)
         return None if items is None else self._find(items, name)
 

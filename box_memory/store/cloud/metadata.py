@@ -13,7 +13,7 @@ from typing import Any
 from box_memory.box.payload import listing
 from box_memory.errors import BoxMemoryError, BoxToolError, ToolMissing
 from box_memory.format.model import CONFIG_NAME, now_iso, parse_time
-from box_memory.store.cloud.reading import Reading
+from box_memory.store.cloud.pins import Pins
 from box_memory.store.cloud.tier import TEMPLATE_SCOPE, detect_tier, metadata_fields
 
 __all__ = ["SEARCH_LAG_S", "Metadata"]
@@ -21,7 +21,7 @@ __all__ = ["SEARCH_LAG_S", "Metadata"]
 SEARCH_LAG_S = 600.0  # Box's search index lags ~10 minutes: no mdfilters before that
 
 
-class Metadata(Reading):
+class Metadata(Pins):
     """Box metadata and tier re-detection over the cloud store's reads."""
 
     def _template_key(self) -> str | None:

@@ -50,7 +50,12 @@ class Reading(Folders):
     """Reads over the cloud store's folders."""
 
     def signature(self, path: str) -> str | None:
-        """From the listing this command holds: size, modified time, id, etag and sha1."""
+        """From the listing this command holds: size, modified time, id, etag and sha1. A big
+        folder read through its pinned index (pins.py) is not listed: its signature says so, and
+        what changes is its index's."""
+        fid = self._unlisted.get(clean_path(path))
+        if fid is not None and fid not in self._listings:
+            return f"unlisted:{fid}"
         try:
             e = self.stat(path)
         except Unreadable:
@@ -104,7 +109,11 @@ class Reading(Folders):
         return self._content(path, item)
 
     def read_if_local(self, path: str) -> bytes | None:
-        """From the content cache only (by the listed sha1): never a download."""
+        """From the content cache only (by the listed sha1): never a download, and never a
+        listing of a big folder read through its pinned index (its files' sha1s are not known)."""
+        parent = clean_path(path).rpartition("/")[0]
+        if self._unlisted.get(parent) not in (None, *self._listings):
+            return None
         try:
             item = self._file_item(path)
         except (BoxMemoryError, OSError):

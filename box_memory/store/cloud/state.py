@@ -2,7 +2,7 @@
 on it (`close_all` ends them), tool calls with Box's write refusals named, `has_tool`.
 
 The cloud store is built in layers, each a class over the one before it: this state, then its
-folders (folders.py), reading (reading.py), Box metadata (metadata.py), writing (writing.py) and
+folders (folders.py), reading (reading.py), big folders read by file id (pins.py), Box metadata (metadata.py), writing (writing.py) and
 the store itself with its lock (store.py). Each layer uses its own and the lower layers' methods,
 and the Store port's operations (the base class is the port, `store/base.py`).
 """
@@ -96,6 +96,10 @@ class CloudState(Store):
         self._prefetched = False
         self._stale_ids: set[str] = set()
         self._incomplete: dict[str, str] = {}  # folder id -> why its listing may be short
+        # Big folders read through their `_index.json` found by Box file id, never listed
+        # (pins.py): the index's Box item by path, and each such folder's id by path.
+        self._pins: dict[str, dict[str, Any]] = {}
+        self._unlisted: dict[str, str] = {}
         self.lock_name_used: str | None = None
         self.cache = ContentCache(cache_dir or user_dirs().cache / "box" / self.root_id)
         # Listings carried from an earlier command (on disk) or from before drop_listings, reused

@@ -1,0 +1,175 @@
+"""Cold recall on a Box workspace: tool calls and wall time of the first recall on a fresh machine.
+
+Usage: python bench/cold_recall_bench.py [--sizes 10000,100000] [--latency-ms 50]
+           [--before /tmp/coldbox-old/bin/python] [--before-timeout-s 200] [--out /tmp/coldbox-bench]
+
+A Box MCP emulator (real MCP over HTTP on 127.0.0.1) serves a folder; each tool call waits
+`--latency-ms` first. A workspace is made with `init` through the emulator, then seeded directly
+on disk (the emulator's backing folder is a local folder): the memory files of a deterministic
+corpus (bench/corpus.py, default scope only) are copied in, and each folder index is rebuilt with
+the project's own code (`save_index` with every entry's Box file id, then `refresh_rollup`), as
+`index-rebuild` would write it - without 100,000 uploads.
+
+Then, for each query shape (id, [[wikilink]], slug, title, tag, kind/tag filter, a word found only
+in bodies), one `python -m box_memory recall ... --json` process with an EMPTY user cache (no
+recall cache, text cache, listings or tool catalogue): tool calls (`tools/call`), calls by tool,
+wall time. `--before` runs the same with another interpreter (a non-editable install of main):
+main's first recall reads every memory file, whatever the query, so it is run once per size (its
+cost does not depend on the shape) and stopped after `--before-timeout-s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOKEN = "bench-token"  # the emulator's fixture token
+
+
+def seed(emu: Any, box: Path, n: int, scratch: Path) -> tuple[str, dict[str, Any]]:
+    """A cloud workspace of `n` memories; returns (its spec, the corpus manifest)."""
+    from typer.testing import CliRunner
+
+    from bench.corpus import generate
+    from box_memory.cli.app import app
+    from box_memory.store.cloud import close_all
+    from box_memory.workspace.index import FolderIndex, parse_index, refresh_rollup, save_index
+    from box_memory.workspace.resolve import open_workspace
+
+    init = CliRunner().invoke(app, ["init", f"bench-{n}", "--parent", "0", "--json"])
+    spec = json.loads(init.stdout)["data"]["workspace"]
+    corpus = scratch / f"corpus-{n}"
+    manifest = generate(n, corpus, teams=0)
+    ws_dir = box / f"bench-{n}"
+    ws = open_workspace(spec)
+    for folder in ws.index_folders():
+        src = corpus / folder / "_index.json"
+        if not src.exists():
+            continue
+        data = parse_index(src.read_bytes(), str(src))
+        for e in data["entries"]:
+            dst = ws_dir / e["local_path"]
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(corpus / e["local_path"], dst)
+            e["file_id"] = emu.fs.id_for_path(f"bench-{n}/{e['local_path']}")
+        old = ws.store.read_bytes(f"{folder}/_index.json")
+        idx = FolderIndex(folder, {**json.loads(old), "entries": data["entries"]})
+        idx.mark_dirty()
+        save_index(ws, idx)
+    refresh_rollup(ws)
+    close_all()
+    return spec, manifest
+
+
+def queries(manifest: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    return [
+        ("id", [manifest["probe_id"]]),
+        ("[[wikilink]]", [f"[[{manifest['probe_title']}]]"]),
+        ("slug", [manifest["probe_slug"]]),
+        ("title", [manifest["probe_title"]]),
+        ("tag", [_tag(manifest)]),
+        ("kind/tag filter", ["--kind", "decision", "--tag", _tag(manifest)]),
+        ("body-only word", [manifest["probe_body_word"]]),
+    ]
+
+
+def _tag(manifest: dict[str, Any]) -> str:
+    return str(manifest.get("probe_tag") or "auth")
+
+
+def cold_recall(emu: Any, python: str, spec: str, home: Path, args: list[str], timeout: float) -> dict[str, Any]:
+    shutil.rmtree(home / "cache", ignore_errors=True)  # a fresh machine: no cache of any kind
+    emu.reset_calls()
+    env = {**os.environ, "BOX_MEMORY_HOME": str(home)}
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [python, "-m", "box_memory", "recall", *args, "-w", spec, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+            cwd="/",
+        )
+        done = proc.returncode == 0
+        data = json.loads(proc.stdout) if done else {}
+    except subprocess.TimeoutExpired:
+        done, data = False, {}
+    wall = time.perf_counter() - started
+    names = Counter(c.name for c in emu.calls)
+    hits = [h["title"] for h in (data.get("data") or {}).get("hits", [])]
+    return {
+        "wall": wall,
+        "calls": sum(names.values()),
+        "names": dict(names),
+        "done": done,
+        "hits": hits,
+        "warnings": data.get("warnings", []),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--latency-ms", type=float, default=50)
+    ap.add_argument("--before", default="", help="the interpreter of a non-editable install of main")
+    ap.add_argument("--before-timeout-s", type=float, default=200)
+    ap.add_argument("--out", type=Path, default=Path("/tmp/coldbox-bench"))
+    a = ap.parse_args()
+    if a.out.exists():
+        shutil.rmtree(a.out)
+    home = a.out / "home"
+    os.environ.update(
+        {"BOX_MEMORY_HOME": str(home), "BOX_ACCESS_TOKEN": TOKEN, "BOX_MEMORY_LOCK_SETTLE_S": "0.1"}
+    )
+    from box_memory.emulator.testing import running_emulator
+
+    rows: list[tuple[int, str, str, dict[str, Any]]] = []
+    with running_emulator(a.out / "box", token=TOKEN) as emu:
+        os.environ["BOX_MCP_URL"] = emu.url
+        for n in [int(s) for s in a.sizes.split(",") if s]:
+            t = time.perf_counter()
+            spec, manifest = seed(emu, a.out / "box", n, a.out / "scratch")
+            print(f"seeded {n} memories in {time.perf_counter() - t:.0f} s ({spec})", flush=True)
+            emu.configure(latency_ms=a.latency_ms)
+            if a.before:
+                r = cold_recall(emu, a.before, spec, home, [manifest["probe_id"]], a.before_timeout_s)
+                rows.append((n, "any (main reads every file)", "before", r))
+                print(_line(rows[-1]), flush=True)
+            for label, args in queries(manifest):
+                r = cold_recall(emu, sys.executable, spec, home, args, 600)
+                rows.append((n, label, "after", r))
+                print(_line(rows[-1]), flush=True)
+            emu.configure(latency_ms=0)
+    print()
+    print(f"| memories | query | tree | tool calls | wall s (at {a.latency_ms:g} ms a call) | calls by tool |")
+    print("|---:|---|---|---:|---:|---|")
+    for n, label, tree, r in rows:
+        wall = f"{r['wall']:.1f}" + ("" if r["done"] else " (stopped)")
+        by = ", ".join(f"{k} {v}" for k, v in sorted(r["names"].items()))
+        print(f"| {n:,} | {label} | {tree} | {r['calls']} | {wall} | {by} |")
+
+
+def _line(row: tuple[int, str, str, dict[str, Any]]) -> str:
+    n, label, tree, r = row
+    state = "" if r["done"] else " NOT DONE"
+    return (
+        f"{n:>7} {tree:6} {label:28} calls {r['calls']:>6}  {r['wall']:7.2f} s{state}  "
+        f"hits {r['hits'][:2]}  warnings {[w[:70] for w in r['warnings']]}"
+    )
+
+
+if __name__ == "__main__":
+    main()
