@@ -178,6 +178,11 @@ def resolve_nfc(root: Path, rel: str) -> Path:
     for part in [p for p in rel.split("/") if p]:
         nxt = cur / part
         if not os.path.lexists(nxt):
+            if part.isascii():
+                # NFD and NFC spell an ASCII name alike, so no other spelling of it can be on disk:
+                # missing, without listing the folder (a recall's per-call freshness check asks
+                # for folders that do not exist, and a memory folder may hold 40,000 names).
+                return path
             want = nfc(part)
             try:
                 match = next((n for n in os.listdir(cur) if nfc(n) == want), None)  # noqa: PTH208
