@@ -132,6 +132,7 @@ class LocalStore:
         # not (the symbolic link that leads out). Forgotten by drop_listings().
         self._inside: dict[str, str] = {}
         self._real_root: str | None = None
+        self._swept_at: float | None = None  # when this store last swept temp files (`lock`)
 
     def describe(self) -> str:
         return str(self.root)
@@ -592,7 +593,13 @@ class LocalStore:
         lk = FileLock(self.root / LOCK_NAME, writer=writer, skill=skill)
         lk.acquire()
         try:
-            self.sweep_temp(lk.stale_after)
+            # A killed writer's temp files are swept by the next lock holder; a long-lived process
+            # (serve) sweeps at most once per staleness period: each sweep reads every write folder
+            # (10 ms for one of 4,000 memories), and a temp file younger than that is kept anyway.
+            now = time.monotonic()
+            if self._swept_at is None or now - self._swept_at >= lk.stale_after:
+                self.sweep_temp(lk.stale_after)
+                self._swept_at = now
             yield lk
         finally:
             lk.release()
