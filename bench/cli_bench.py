@@ -11,8 +11,10 @@ every build runs `--version` and each query shape of recall_bench.py, interleave
 see the same machine. Reported per build and shape: wall p50 (p90) and the child's CPU p50 (user +
 system from `os.wait4`), p50 minus the same build's `--version` p50, and p50 minus the floor: the
 same interpreter's `python -c "import typer"` (the framework's own start, which no Typer command
-goes under; timed in the same rounds). Before timing, each shape's answer (`data` of the JSON
-envelope, less the cache's own counters and times) must be the same for both builds.
+goes under; timed in the same rounds), that one also as means (the child's CPU is counted in
+clock ticks: the mean of many runs resolves below a tick, the median does not). Before timing,
+each shape's answer (`data` of the JSON envelope, less the cache's own counters and times) must
+be the same for both builds.
 """
 
 from __future__ import annotations
@@ -61,13 +63,16 @@ def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[st
         base_wall = statistics.median(w for w, _ in got[name]["--version"])
         base_cpu = statistics.median(c for _, c in got[name]["--version"])
         floor_cpu = statistics.median(c for _, c in got[name][FLOOR])
+        floor_mean = statistics.fmean(c for _, c in got[name][FLOOR])
         for shape, _ in shapes:
             walls = [w for w, _ in got[name][shape]]
             cpu = statistics.median(c for _, c in got[name][shape])
+            mean = statistics.fmean(c for _, c in got[name][shape])
             wall = statistics.median(walls)
             rows.append(
                 f"| {n:,} | {name} | {shape} | {wall:.0f} ({_pct(walls, 0.9):.0f}) | {cpu:.0f} "
-                f"| {wall - base_wall:+.0f} | {cpu - base_cpu:+.0f} | {cpu - floor_cpu:+.0f} |"
+                f"| {wall - base_wall:+.0f} | {cpu - base_cpu:+.0f} | {cpu - floor_cpu:+.0f} "
+                f"| {mean - floor_mean:+.1f} |"
             )
     return rows
 
@@ -100,8 +105,8 @@ def main() -> None:
     args, pythons = sized_build_args(__doc__, runs=15)
     rows = [
         "| memories | build | command | wall p50 (p90) ms | cpu p50 ms | wall vs --version "
-        "| cpu vs --version | cpu vs import typer |",
-        "|---:|---|---|---:|---:|---:|---:|---:|",
+        "| cpu vs --version | cpu vs import typer | cpu mean vs import typer |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         rows += bench_size(n, args.out, pythons, args.runs)
