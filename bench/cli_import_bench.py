@@ -1,15 +1,17 @@
-"""What a CLI command imports beyond the framework, from `python -X importtime`, for one or two
+"""What a CLI command costs beyond the framework, measured inside the process, for one or two
 builds side by side: a finer view than `cli_bench.py`'s CPU figures (counted in clock ticks).
 
 Usage: python bench/cli_import_bench.py [--sizes 1000] [--runs 15] [--out DIR]
                                         [--python PY] [--baseline-python PY]
 
-Round by round, each build runs `python -X importtime -c "import typer"` (the floor), then
-`-X importtime -m box_memory --version` and `recall` for each query shape of recall_bench.py on
-the corpus DIR/ws-N (cache built first, untimed). Per command: the number of modules imported
-that the floor does not import, and the sum of their self times (ms, median over the rounds);
-the three largest of them by median self time. importtime's own bookkeeping inflates each
-module's figure a little: compare builds, not this with `cli_bench.py`.
+Round by round, each build runs `--version` and `recall` for each query shape of recall_bench.py
+on the corpus DIR/ws-N (cache built first, untimed), twice: once as `python -c` that imports
+typer, reads `time.process_time()`, and runs the entry point `main()` with the command's argv
+(the CPU the command adds over `import typer`, to the microsecond, reported at exit), and once
+under `python -X importtime -m box_memory` beside `python -X importtime -c "import typer"`. Per
+command: that CPU (median and mean over the rounds), the number of modules imported that the
+floor does not import, the sum of their self times (median), and the three largest of them.
+importtime's own bookkeeping inflates each module's figure a little: compare builds.
 """
 
 from __future__ import annotations
@@ -28,6 +30,23 @@ from bench.recall_bench import _queries  # noqa: E402
 from bench.serve_bench import _env, corpus, sized_build_args  # noqa: E402
 
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
+_OVER_TYPER = """
+import atexit, sys, time
+import typer
+start = time.process_time()
+atexit.register(lambda: sys.stderr.write(f"cpu-over-typer {time.process_time() - start}\\n"))
+sys.argv = ["box-memory", *sys.argv[1:]]
+from box_memory.cli.app import main
+main()
+"""
+
+
+def over_typer(py: str, args: list[str], env: dict[str, str], cwd: Path) -> float:
+    """CPU ms of one process from the end of `import typer` to its exit."""
+    err = subprocess.run(
+        [py, "-c", _OVER_TYPER, *args], env=env, cwd=cwd, capture_output=True, text=True, check=True
+    ).stderr
+    return float(err.rsplit("cpu-over-typer ", 1)[1]) * 1000
 
 
 def importtime(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, int]:
@@ -47,8 +66,11 @@ def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[st
                 [py, "-m", "box_memory", *args], env=envs[name], cwd=ws, capture_output=True, check=True
             )
     got: dict[str, dict[str, list[dict[str, int]]]] = {p: {s: [] for s, _ in shapes} for p in pythons}
+    cpu: dict[str, dict[str, list[float]]] = {p: {s: [] for s, _ in shapes} for p in pythons}
     for _ in range(runs):
         for name, py in pythons.items():
+            for shape, args in shapes:
+                cpu[name][shape].append(over_typer(py, args, envs[name], ws))
             floor = importtime([py, "-X", "importtime", "-c", "import typer"], envs[name], ws)
             for shape, args in shapes:
                 mods = importtime([py, "-X", "importtime", "-m", "box_memory", *args], envs[name], ws)
@@ -64,15 +86,20 @@ def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[st
             top = ", ".join(
                 f"{m} {us / 1000:.1f}" for m, us in sorted(each.items(), key=lambda kv: -kv[1])[:3]
             )
-            rows.append(f"| {n:,} | {name} | {shape} | {count:.0f} | {total:.1f} | {top} |")
+            c = cpu[name][shape]
+            rows.append(
+                f"| {n:,} | {name} | {shape} | {statistics.median(c):.1f} | {statistics.fmean(c):.1f} "
+                f"| {count:.0f} | {total:.1f} | {top} |"
+            )
     return rows
 
 
 def main() -> None:
     args, pythons = sized_build_args(__doc__, runs=15)
     rows = [
-        "| memories | build | command | modules beyond `import typer` | their self time ms | largest (ms) |",
-        "|---:|---|---|---:|---:|---|",
+        "| memories | build | command | cpu over import typer p50 ms | mean | modules beyond "
+        "`import typer` | their self time ms | largest (ms) |",
+        "|---:|---|---|---:|---:|---:|---:|---|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         rows += bench_size(n, args.out, pythons, args.runs)
