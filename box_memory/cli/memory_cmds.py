@@ -1,7 +1,5 @@
 """init, write, get: the foundation commands."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any

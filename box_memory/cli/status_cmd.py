@@ -1,7 +1,5 @@
 """status: a read-only snapshot of the workspace. [/box-status]"""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer
