@@ -572,28 +572,58 @@ class LocalStore:
         """Remove temp files left by killed writers (the lock holder runs this; returns how many).
 
         A temp file is written and renamed in within one lock hold, so one older than the lock's
-        staleness belongs to no live writer. Only the folders box-memory writes to are looked at.
+        staleness belongs to no live writer. Only the folders box-memory writes to are looked at
+        (this month's and last month's memory folders too), and of those only the ones changed
+        since shortly before this machine's last sweep: a temp file changes its folder's time, and
+        every one older than that sweep's limit was removed then. So a lock in a workspace with
+        100,000 memories in `memories/` does not list that folder on every write.
         """
-        folders = [self.root]
-        for scope in [self.root, *self._team_roots()]:
-            folders += [scope / "memories", scope / "files", scope / "companions"]
-        folders += [self.root / "_archive", self.root / "_archive" / "companions"]
-        limit = time.time() - older_than
+        marker = self._sweep_marker()
+        try:
+            last = float(marker.read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            last = 0.0
+        started = time.time()
+        limit = started - older_than
         removed = 0
-        for folder in folders:
+        for folder in self._sweep_folders():
             if not self._within(os.path.realpath(folder)):
                 continue  # a link out of the workspace: its files are not ours to remove
             try:
+                if last and os.stat(folder).st_mtime < last - older_than:  # noqa: PTH116
+                    continue  # unchanged since before the last sweep's limit: no new temp file
                 # The temp names first (at C speed over a large folder), then a stat of those only.
-                temps = [os.path.join(folder, n) for n in filter(_TMP_NAME.match, os.listdir(folder))]  # noqa: PTH118, PTH208
+                names = filter(_TMP_NAME.match, os.listdir(folder))  # noqa: PTH208
+                temps = [os.path.join(folder, n) for n in names]  # noqa: PTH118
             except OSError:
                 continue
-            stale = [p for p in temps if _old_regular(p, limit)]
-            for path in stale:
+            for path in (p for p in temps if _old_regular(p, limit)):
                 with contextlib.suppress(OSError):
                     Path(path).unlink()
                     removed += 1
+        with contextlib.suppress(OSError):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(repr(started), encoding="ascii")
         return removed
+
+    def _sweep_folders(self) -> list[Path]:
+        now = time.gmtime()
+        last_month = (now.tm_year, now.tm_mon - 1) if now.tm_mon > 1 else (now.tm_year - 1, 12)
+        months = [f"{now.tm_year:04d}-{now.tm_mon:02d}", f"{last_month[0]:04d}-{last_month[1]:02d}"]
+        folders = [self.root]
+        for scope in [self.root, *self._team_roots()]:
+            folders += [scope / "memories", scope / "files", scope / "companions"]
+            folders += [scope / "memories" / m for m in months]
+        return [*folders, self.root / "_archive", self.root / "_archive" / "companions"]
+
+    def _sweep_marker(self) -> Path:
+        """When this machine last swept this workspace (a file in the user's state folder)."""
+        import hashlib
+
+        from box_memory.paths import user_dirs
+
+        key = hashlib.sha256(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        return user_dirs().state / "temp-sweeps" / key
 
     def _team_roots(self) -> list[Path]:
         try:
