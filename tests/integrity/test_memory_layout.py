@@ -20,7 +20,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 
 
 def _monthly(cli: Any, ws: Path) -> None:
-    assert cli.json("init", "--path", str(ws), "--memory-layout", "monthly")["data"]["memory_layout"] == "monthly"
+    data = cli.json("init", "--path", str(ws), "--memory-layout", "monthly")["data"]
+    assert data["memory_layout"] == "monthly"
 
 
 def _pad_rollup(ws: Path, age_s: float) -> bytes:
