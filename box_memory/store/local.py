@@ -580,8 +580,8 @@ class LocalStore:
         """
         marker = self._sweep_marker()
         try:
-            last = float(marker.read_text(encoding="ascii"))
-        except (OSError, ValueError):
+            last = float(read_regular(marker, "lock").decode("ascii"))
+        except (OSError, ValueError, BoxMemoryError):
             last = 0.0
         started = time.time()
         limit = started - older_than
