@@ -190,9 +190,13 @@ def resolve_nfc(root: Path, rel: str) -> Path:
         if not os.path.lexists(nxt):
             want = nfc(part)
             try:
-                match = next((n for n in os.listdir(cur) if nfc(n) == want), None)  # noqa: PTH208
+                names = os.listdir(cur)  # noqa: PTH208
             except OSError:
-                match = None
+                names = []
+            # Plain names are their own NFC, and `part` is not among them: only another spelling
+            # can match (checked at C speed first: a 40,000-file folder costs milliseconds).
+            others = [] if "".join(names).isascii() else [n for n in names if not n.isascii()]
+            match = next((n for n in others if nfc(n) == want), None)
             if match is None:
                 return path
             nxt = cur / match

@@ -140,7 +140,7 @@ class FolderIndex:
         memories then costs no scan of every entry per write)."""
         entries = self.entries
         if self._ids is None or self._ids[0] is not entries or self._ids[1] != len(entries):
-            self._ids = (entries, len(entries), {str(e.get("id")) for e in entries})
+            self._ids = (entries, len(entries), set(map(str, map(dict.get, entries, repeat("id")))))
         return mem_id in self._ids[2]
 
     def remove(self, mem_id: str) -> None:
