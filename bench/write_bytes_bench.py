@@ -226,9 +226,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/write-bytes-bench"))
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--baseline-python", default=None)
-    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
+    ap.add_argument("--cases", default="|".join(CASES), help="separated by |: " + " | ".join(CASES))
     args = ap.parse_args()
-    CASES[:] = [c.strip() for c in args.cases.split(",") if c.strip() in CASES]
+    CASES[:] = [c.strip() for c in args.cases.split("|") if c.strip() in CASES]
     pythons = (
         {"baseline": args.baseline_python, "new": args.python}
         if args.baseline_python
