@@ -577,8 +577,13 @@ class LocalStore:
         (this month's and last month's memory folders too), and of those only the ones changed
         since shortly before this machine's last sweep: a temp file changes its folder's time, and
         every one older than that sweep's limit was removed then. So a lock in a workspace with
-        100,000 memories in `memories/` does not list that folder on every write.
+        100,000 memories in `memories/` does not list that folder on every write. One process
+        (serve) sweeps at most once per `older_than`: its own writes change `memories/` each
+        time, and a temp file younger than that would be kept anyway.
         """
+        if self._swept_at is not None and time.monotonic() - self._swept_at < older_than:
+            return 0
+        self._swept_at = time.monotonic()
         marker = self._sweep_marker()
         try:
             last = float(read_regular(marker, "lock").decode("ascii"))
@@ -638,13 +643,7 @@ class LocalStore:
         lk = FileLock(self.root / LOCK_NAME, writer=writer, skill=skill)
         lk.acquire()
         try:
-            # A killed writer's temp files are swept by the next lock holder; a long-lived process
-            # (serve) sweeps at most once per staleness period: each sweep reads every write folder
-            # (10 ms for one of 4,000 memories), and a temp file younger than that is kept anyway.
-            now = time.monotonic()
-            if self._swept_at is None or now - self._swept_at >= lk.stale_after:
-                self.sweep_temp(lk.stale_after)
-                self._swept_at = now
+            self.sweep_temp(lk.stale_after)
             yield lk
         finally:
             lk.release()
