@@ -64,13 +64,14 @@ class FileChecks(CacheDB):
                 # Watched since its files were last compared: unchanged but for the files named by
                 # an event since (a file changed again after it was read is always an event, so a
                 # stat taken in the same clock tick as a change needs no second look here).
-                if path in events:
-                    names = events[path]
-                    if names is not None:
-                        stale.append((f, row[3], named_stats(path, names), True))
-                        self.stats.named_files += len(stale[-1][2])
-                        continue
-                else:
+                if path not in events:
+                    continue
+                names = events[path]
+                if names is not None:
+                    found = named_stats(path, names)
+                    self.stats.named_files += len(found)
+                    if found:
+                        stale.append((f, row[3], found, True))
                     continue
             if watch is not None:
                 watch.watch(path)  # before the stats: a change after them is an event next time
@@ -80,7 +81,6 @@ class FileChecks(CacheDB):
                 got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
                 if got is not None:
                     stale.append((f, *got, False))
-        stale = [s for s in stale if s[2] or not s[3]]
         if not stale:
             return False
         db = self.conn
@@ -180,15 +180,22 @@ class FileChecks(CacheDB):
 def named_stats(path: str, names: set[str]) -> dict[str, os.stat_result]:
     """The stats of the memory files of folder `path` among `names` (the ones still there)."""
     out: dict[str, os.stat_result] = {}
-    for name in names:
-        if not name.endswith(".md") or name[0] == "." or name == "README.md":
-            continue
+    for name in filter(_memory_name, names):
         try:
-            st = os.stat(os.path.join(path, name))  # noqa: PTH116, PTH118
+            out[_keyed(name)] = os.stat(os.path.join(path, name))  # noqa: PTH116, PTH118
         except OSError:
             continue
-        out[name if name.isascii() else unicodedata.normalize("NFC", name)] = st
     return out
+
+
+def _memory_name(name: str) -> bool:
+    """Whether a file of this name in a memory folder is a memory (as `is_memory_file` decides)."""
+    return name.endswith(".md") and name[0] != "." and name != "README.md"
+
+
+def _keyed(name: str) -> str:
+    """A name as the cache's paths hold it (NFC: macOS hands back NFD names)."""
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
 def _listed(st: os.stat_result) -> str:
@@ -211,7 +218,7 @@ def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.st
         if _DIR_FD:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         for name in os.listdir(path if fd is None else fd):  # noqa: PTH208 - names of an open folder
-            if not name.endswith(".md") or name[0] == "." or name == "README.md":
+            if not _memory_name(name):
                 continue
             try:
                 st = stat(name, dir_fd=fd) if fd is not None else stat(os.path.join(path, name))  # noqa: PTH118
@@ -220,7 +227,7 @@ def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.st
             count += 1
             acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
             if keep:
-                stats[name if name.isascii() else unicodedata.normalize("NFC", name)] = st
+                stats[_keyed(name)] = st
     except OSError:
         return None
     finally:
