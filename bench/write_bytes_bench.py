@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.serve_bench import _env, builds  # noqa: E402
 from bench.write_bench import memory_file  # noqa: E402
 from box_memory.format import frontmatter  # noqa: E402
 from box_memory.format.model import Memory, index_entry  # noqa: E402
@@ -118,11 +119,7 @@ def age_rollup(ws: Path, seconds: float) -> None:
 
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("BOX_MEMORY_WORKSPACE", "PYTHONPATH")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["BOX_MEMORY_HOME"] = str(home)
-    env.update(extra)
-    return env
+    return {**_env(home), **extra}
 
 
 def write_cmd(py: str, spec: str, label: str) -> list[str]:
@@ -134,10 +131,9 @@ def write_cmd(py: str, spec: str, label: str) -> list[str]:
 Row = dict[str, list[float]]
 
 
-def local_rounds(
-    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path
-) -> dict[tuple[str, str], Row]:
-    res: dict[tuple[str, str], Row] = {}
+def rounds(ws: Path, pythons: dict[str, str], runs: int) -> Iterator[tuple[str, str, str]]:
+    """(case, build, interpreter) round after round, the workspace set up for the case first
+    (the monthly layout is the new build's alone); the flat layout is put back at the end."""
     for _ in range(runs):
         for case in CASES:
             for name, py in pythons.items():
@@ -145,15 +141,23 @@ def local_rounds(
                     continue
                 set_layout(ws, "monthly" if case == "monthly" else None)
                 age_rollup(ws, 120 if case == "flat, rollup 2 min old" else 0)
-                before = snapshot(ws)
-                cpu = run(write_cmd(py, str(ws), name), env_for(out / f"home-{name}"), out)
-                if isinstance(cpu, str):
-                    FAILED[(n, "local", case, name)] = cpu
-                    continue
-                row = res.setdefault((case, name), {"cpu": [], "bytes": []})
-                row["cpu"].append(cpu)
-                row["bytes"].append(written(before, snapshot(ws)))
+                yield case, name, py
     set_layout(ws, None)
+
+
+def local_rounds(
+    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path
+) -> dict[tuple[str, str], Row]:
+    res: dict[tuple[str, str], Row] = {}
+    for case, name, py in rounds(ws, pythons, runs):
+        before = snapshot(ws)
+        cpu = run(write_cmd(py, str(ws), name), env_for(out / f"home-{name}"), out)
+        if isinstance(cpu, str):
+            FAILED[(n, "local", case, name)] = cpu
+            continue
+        row = res.setdefault((case, name), {"cpu": [], "bytes": []})
+        row["cpu"].append(cpu)
+        row["bytes"].append(written(before, snapshot(ws)))
     return res
 
 
@@ -191,25 +195,18 @@ def uploaded(emu: Any) -> tuple[int, int]:
 def cloud_rounds(out: Path, n: int, pythons: dict[str, str], runs: int) -> dict[tuple[str, str], Row]:
     res: dict[tuple[str, str], Row] = {}
     with cloud_workspace(out, n, pythons["new"]) as (emu, spec, ws):
-        for _ in range(runs):
-            for case in CASES:
-                for name, py in pythons.items():
-                    if case == "monthly" and name != "new":
-                        continue
-                    set_layout(ws, "monthly" if case == "monthly" else None)
-                    age_rollup(ws, 120 if case == "flat, rollup 2 min old" else 0)
-                    env = env_for(out / f"home-cloud-{name}", BOX_MCP_URL=emu.url, BOX_ACCESS_TOKEN=TOKEN)
-                    emu.reset_calls()
-                    cpu = run(write_cmd(py, spec, name), env, out)
-                    if isinstance(cpu, str):
-                        FAILED[(n, "cloud", case, name)] = cpu
-                        continue
-                    up, calls = uploaded(emu)
-                    row = res.setdefault((case, name), {"cpu": [], "up": [], "calls": []})
-                    row["cpu"].append(cpu)
-                    row["up"].append(up)
-                    row["calls"].append(calls)
-        set_layout(ws, None)
+        for case, name, py in rounds(ws, pythons, runs):
+            env = env_for(out / f"home-cloud-{name}", BOX_MCP_URL=emu.url, BOX_ACCESS_TOKEN=TOKEN)
+            emu.reset_calls()
+            cpu = run(write_cmd(py, spec, name), env, out)
+            if isinstance(cpu, str):
+                FAILED[(n, "cloud", case, name)] = cpu
+                continue
+            up, calls = uploaded(emu)
+            row = res.setdefault((case, name), {"cpu": [], "up": [], "calls": []})
+            row["cpu"].append(cpu)
+            row["up"].append(up)
+            row["calls"].append(calls)
     return res
 
 
@@ -229,11 +226,7 @@ def main() -> None:
     ap.add_argument("--cases", default="|".join(CASES), help="separated by |: " + " | ".join(CASES))
     args = ap.parse_args()
     CASES[:] = [c.strip() for c in args.cases.split("|") if c.strip() in CASES]
-    pythons = (
-        {"baseline": args.baseline_python, "new": args.python}
-        if args.baseline_python
-        else {"new": args.python}
-    )
+    pythons = builds(args)
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     lines = [
