@@ -19,7 +19,6 @@ be the same for both builds.
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.after_write_bench import _run  # noqa: E402
 from bench.recall_bench import _queries  # noqa: E402
-from bench.serve_bench import _env, _pct, corpus, sized_build_args  # noqa: E402
+from bench.serve_bench import _env, _pct, corpus, sized_main  # noqa: E402
 
 
 def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[str]:
@@ -102,16 +101,16 @@ def same_answers(
 
 
 def main() -> None:
-    args, pythons = sized_build_args(__doc__, runs=15)
-    rows = [
-        "| memories | build | command | wall p50 (p90) ms | cpu p50 ms | wall vs --version "
-        "| cpu vs --version | cpu vs import typer | cpu mean vs import typer |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for n in (int(s) for s in args.sizes.split(",")):
-        rows += bench_size(n, args.out, pythons, args.runs)
-    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
-    print("\n".join(rows))
+    sized_main(
+        __doc__,
+        15,
+        [
+            "| memories | build | command | wall p50 (p90) ms | cpu p50 ms | wall vs --version "
+            "| cpu vs --version | cpu vs import typer | cpu mean vs import typer |",
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        ],
+        bench_size,
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ importtime's own bookkeeping inflates each module's figure a little: compare bui
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
 import subprocess
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.recall_bench import _queries  # noqa: E402
-from bench.serve_bench import _env, corpus, sized_build_args  # noqa: E402
+from bench.serve_bench import _env, corpus, sized_main  # noqa: E402
 
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
 _OVER_TYPER = """
@@ -95,16 +94,16 @@ def bench_size(n: int, out: Path, pythons: dict[str, str], runs: int) -> list[st
 
 
 def main() -> None:
-    args, pythons = sized_build_args(__doc__, runs=15)
-    rows = [
-        "| memories | build | command | cpu over import typer p50 ms | mean | modules beyond "
-        "`import typer` | their self time ms | largest (ms) |",
-        "|---:|---|---|---:|---:|---:|---:|---|",
-    ]
-    for n in (int(s) for s in args.sizes.split(",")):
-        rows += bench_size(n, args.out, pythons, args.runs)
-    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
-    print("\n".join(rows))
+    sized_main(
+        __doc__,
+        15,
+        [
+            "| memories | build | command | cpu over import typer p50 ms | mean | modules beyond "
+            "`import typer` | their self time ms | largest (ms) |",
+            "|---:|---|---|---:|---:|---:|---:|---|",
+        ],
+        bench_size,
+    )
 
 
 if __name__ == "__main__":
