@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,19 @@ def sized_build_args(doc: str, runs: int) -> tuple[argparse.Namespace, dict[str,
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"Machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}.", flush=True)
     return args, builds(args)
+
+
+def sized_main(
+    doc: str, runs: int, header: list[str], bench_size: Callable[[int, Path, dict[str, str], int], list[str]]
+) -> None:
+    """A bench over corpus sizes and builds: `bench_size(n, out, pythons, runs)` gives each size's
+    table rows under `header`; the table is printed after the load at the end."""
+    args, pythons = sized_build_args(doc, runs)
+    rows = list(header)
+    for n in (int(s) for s in args.sizes.split(",")):
+        rows += bench_size(n, args.out, pythons, args.runs)
+    print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
+    print("\n".join(rows))
 
 
 def builds(args: argparse.Namespace) -> dict[str, str]:

@@ -49,12 +49,15 @@ def dev_zero_mode() -> Iterator[int]:
 
 @pytest.fixture(autouse=True)
 def _no_held_recall_caches() -> Iterator[None]:
-    """A test that runs the MCP server in-process turns on `serve`'s kept-open recall caches for
-    the whole process; close them after each test so the next one sees the CLI's per-call caches."""
+    """A test that runs the MCP server in-process turns on `serve`'s kept-open recall caches and
+    parsed indexes for the whole process; drop them after each test so the next one sees the CLI's
+    per-call ones."""
     yield
     from box_memory.recall.cache import close_held
+    from box_memory.workspace.index import forget_parsed
 
     close_held()
+    forget_parsed()
 
 
 class Cli:

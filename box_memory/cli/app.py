@@ -5,8 +5,6 @@ command into click objects at start-up, ~20 ms for all of them); `app`, the full
 every command, is built on first access for tests, docs and `--help`.
 """
 
-from __future__ import annotations
-
 import importlib
 import shutil
 import sys

@@ -1,7 +1,5 @@
 """log and report: what the workspace's agents remembered, for the people who answer for it."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

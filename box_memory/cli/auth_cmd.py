@@ -5,8 +5,6 @@ a terminal) or from a hidden prompt, never from the command line, where it would
 history and process listings.
 """
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Any
 

@@ -4,8 +4,6 @@ Cron friendly: one summary line per source on stdout, details in `--json`, a pro
 a terminal (rich imported only then), exit 0 for completed/partial/skipped runs.
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any

@@ -1,7 +1,5 @@
 """Options every command accepts after its name (`box-memory recall x --json`)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

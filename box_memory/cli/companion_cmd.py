@@ -1,7 +1,5 @@
 """companion: describe a binary in a markdown memory pinned to its sha256; check and list staleness."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """index-rebuild: regenerate indexes from the memory files, or (`--check`) only report drift."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

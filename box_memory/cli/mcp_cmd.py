@@ -5,8 +5,6 @@ box-memory works without them), INCOMPATIBLE (unreachable, auth refused or a req
 missing: exit 4).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """init, write, get: the foundation commands."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,6 +37,15 @@ def init_cmd(
     reinit: Annotated[
         bool, typer.Option("--reinit", help="Fill in missing keys and folders of an existing workspace.")
     ] = False,
+    memory_layout: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-layout",
+            help="Where new memories go: flat (memories/, the plugin's) or monthly (memories/YYYY-MM/,"
+            " a write's cost bounded by one month). Also switches an existing workspace; nothing moves.",
+            show_default=False,
+        ),
+    ] = None,
     non_empty: Annotated[
         bool,
         typer.Option(
@@ -57,7 +64,7 @@ def init_cmd(
     def go() -> Outcome:
         from box_memory.maintenance.init import InitRequest, init
 
-        req = InitRequest(name, path, parent, backend, team or [], layout, reinit, non_empty)
+        req = InitRequest(name, path, parent, backend, team or [], layout, reinit, non_empty, memory_layout)
         confirm = _confirm if sys.stdin.isatty() else None
         result = init(req, confirm=confirm)
         return Outcome(result, _init_lines(result.data))
@@ -90,6 +97,8 @@ def _init_lines(data: dict[str, Any]) -> list[str]:
     if data["existed"] and data["created"]:
         lines.append(f"Added: {', '.join(data['created'])}")
     lines.append(f"Teams: {', '.join(data['teams'])}")
+    if data.get("memory_layout"):
+        lines.append(f"Memory layout: {data['memory_layout']}")
     return lines
 
 

@@ -73,7 +73,7 @@ class Printer:
 
         width = self.console.width
         for para in text.split("\n"):
-            hang = len(_HANG.match(para).group(0))  # type: ignore[union-attr] # always matches
+            hang = len(re.compile(_HANG).match(para).group(0))  # type: ignore[union-attr] # always matches
             lead, body = para[:hang], para[hang:]
             rendered = Text.from_markup(body)
             if hang + rendered.cell_len <= width or width - hang < 20:
@@ -97,15 +97,18 @@ class Printer:
                 self.stream.write("\t".join(strip_markup(visible(c, cell=True)) for c in r) + "\n")
 
 
+# The patterns below are compiled on first use (`re.compile` keeps them): a `--json` run never
+# needs them, and compiling them at import cost every command's start ~1 ms.
+
 # A line's indent and list number, under which its wrapped part is lined up.
-_HANG = re.compile(r" *(?:\d+\. +|- +)?")
+_HANG = r" *(?:\d+\. +|- +)?"
 
 # Characters that would act on a terminal or reorder what is shown, rather than be shown: C0 and
 # C1 controls (ESC starts escape sequences, CR overwrites a line) and the bidi embedding, override
 # and isolate marks (U+202E shows `txt.exe` as `exe.txt`). Newlines and tabs stay in lines; a table
 # cell is one line, so there they are escaped too (a newline in a name would forge a row).
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_CELL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_CELL = r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 def _shown(m: re.Match[str]) -> str:
@@ -118,19 +121,17 @@ def _shown(m: re.Match[str]) -> str:
 def visible(text: str, *, cell: bool = False) -> str:
     """Untrusted text made safe to print: controls and bidi marks become visible escapes (`\\x1b`,
     `\\u202e`). JSON output is not touched (it escapes what JSON must and keeps the data)."""
-    return (_UNSAFE_CELL if cell else _UNSAFE).sub(_shown, text)
+    return re.compile(_UNSAFE_CELL if cell else _UNSAFE).sub(_shown, text)
 
 
 # An escaped bracket (from `escape`) or one of the style tags this package writes.
-_MARKUP_RE = re.compile(
-    r"(\\\[)|\[/?(?:bold|dim|red|green|yellow|cyan|magenta|blue|italic|underline|reverse)[^\]]*\]"
-)
+_MARKUP_RE = r"(\\\[)|\[/?(?:bold|dim|red|green|yellow|cyan|magenta|blue|italic|underline|reverse)[^\]]*\]"
 
 
 def strip_markup(text: str) -> str:
     """The text rich would print, without styles: markup tags go, escaped brackets become the `[`
     they stand for, so plain (piped) output carries the user's text exactly."""
-    return _MARKUP_RE.sub(lambda m: "[" if m.group(1) else "", text)
+    return re.compile(_MARKUP_RE).sub(lambda m: "[" if m.group(1) else "", text)
 
 
 def escape(text: str) -> str:

@@ -1,7 +1,5 @@
 """recall: find memories by id, [[Title]], slug, filters or free text. [/box-recall]"""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -150,7 +148,7 @@ def recall_cmd(
     run("recall", o, go)
 
 
-def _lines(res: RecallResult, verbose: bool, tty: bool) -> list[str]:
+def _lines(res: "RecallResult", verbose: bool, tty: bool) -> list[str]:
     """Plain text off a terminal; rich markup (highlighted matches) on one."""
     data = res.data
     esc = escape

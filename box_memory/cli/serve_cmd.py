@@ -1,7 +1,5 @@
 """serve: box-memory itself as an MCP server (stdio or streamable HTTP)."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

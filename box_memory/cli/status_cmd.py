@@ -1,7 +1,5 @@
 """status: a read-only snapshot of the workspace. [/box-status]"""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer
@@ -62,7 +60,8 @@ def _lines(d: dict[str, Any]) -> list[str]:
     lines = [
         f"[bold]box-memory workspace: {escape(str(w['name']))}[/bold]",
         f"Root:      {escape(str(w['root']))}  ({w['backend']}, tier {w['tier']})",
-        f"Layout:    companions {w['companion_layout']}, default team {w['default_team']}",
+        f"Layout:    companions {w['companion_layout']}, memories {w.get('memory_layout', 'flat')},"
+        f" default team {w['default_team']}",
         *_box_drive_line(w.get("box_drive")),
         "",
         f"Memories:  {t['memories']}   companions: {t['companions']}   files: {t['files']}",
@@ -87,6 +86,8 @@ def _lines(d: dict[str, Any]) -> list[str]:
     for f in h["folders"]:
         if f["drift"]:
             lines.append(f"  drift: {f['folder']} - {'; '.join(f['drift'])}")
+    if d.get("layout_advice"):
+        lines.append(f"  large index: {escape(d['layout_advice']['message'])}")
     if h.get("lock"):
         lk = h["lock"]
         lines.append(

@@ -1,7 +1,5 @@
 """team create|ls|inspect|conflicts|remove. [/box-team]"""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """import, export: bring memories in from other tools, take them out as JSONL or markdown."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -287,6 +287,17 @@ class WorkspaceConfig:
         return "folder" if self.settings.get("companion_layout") == "folder" else "sibling"
 
     @property
+    def memory_layout(self) -> str:
+        """ "monthly" (new memories in `memories/YYYY-MM/`) or "flat" (the plugin's, the default)."""
+        return "monthly" if self.settings.get("memory_layout") == "monthly" else "flat"
+
+    @property
+    def layout_chosen(self) -> bool:
+        """`settings.memory_layout` is set (to anything): month folders may exist and are read."""
+        raw = self.data.get("settings")
+        return isinstance(raw, dict) and "memory_layout" in raw
+
+    @property
     def folder_ids(self) -> dict[str, Any]:
         raw = self.data.get("folder_ids")
         return raw if isinstance(raw, dict) else {}

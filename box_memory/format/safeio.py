@@ -30,7 +30,11 @@ MIB = 1024 * KIB
 # so nothing is committed that cannot be read back.
 LIMITS: dict[str, int] = {
     "config": 1 * MIB,  # _box-memory.json, and the user config.json
-    "index": 64 * MIB,  # _index.json (folder index or rollup), conflict copies of it
+    # _index.json (folder index or rollup), conflict copies of it. The default layout's largest,
+    # the rollup of 100,000 memories, is ~82 MB; parsing costs ~5.3x the bytes in memory (a
+    # 30.7 MB index: 162 MB), so this cap bounds a read at ~700 MB. `status` suggests the monthly
+    # memory layout long before a folder index gets near it (maintenance/status.py).
+    "index": 128 * MIB,
     "memory": 2 * MIB,  # a memory or companion markdown file (frontmatter + body)
     "frontmatter": 64 * KIB,  # the YAML frontmatter block inside a memory
     "lock": 64 * KIB,  # _box-memory.lock

@@ -20,7 +20,7 @@ from box_memory.format.model import WorkspaceConfig, now_iso
 from box_memory.result import Result
 from box_memory.store.base import Store, join
 from box_memory.workspace.index import build_maps, refresh_rollup
-from box_memory.workspace.resolve import CONFIG_NAME, INDEX_NAME, Workspace, load_config
+from box_memory.workspace.resolve import CONFIG_NAME, INDEX_NAME, MEMORY_LAYOUTS, Workspace, load_config
 
 if TYPE_CHECKING:
     from box_memory.store import WorkspaceBuilders
@@ -61,6 +61,7 @@ class InitRequest:
     layout: str = "sibling"
     reinit: bool = False
     non_empty: bool = False  # a local folder that already holds other files may become a workspace
+    memory_layout: str | None = None  # "flat" | "monthly": settings.memory_layout (None: leave it)
 
 
 Confirm = Callable[[str, bool], bool]  # (question, default answer) -> yes
@@ -72,13 +73,39 @@ def init(req: InitRequest, *, confirm: Confirm | None = None) -> Result:
     with a warning naming the Box Drive folder), and before a folder that holds other files becomes
     a workspace (without it, that is refused unless `non_empty`)."""
     chosen = req.backend or ("cloud" if req.parent is not None else "local")
+    if req.memory_layout is not None and req.memory_layout not in MEMORY_LAYOUTS:
+        raise InvalidInput(
+            f"unknown memory layout {req.memory_layout!r} (expected {' or '.join(MEMORY_LAYOUTS)})"
+        )
     if chosen == "cloud":
         if req.path is not None:
             raise InvalidInput("--path is for a local workspace; a cloud one takes --parent FOLDER_ID")
-        return _init_cloud(req)
-    if chosen != "local":
+        result = _init_cloud(req)
+    elif chosen != "local":
         raise InvalidInput(f"unknown backend {chosen!r} (expected local or cloud)")
-    return _init_local(req, confirm)
+    else:
+        result = _init_local(req, confirm)
+    if req.memory_layout is not None:
+        result.data["memory_layout"] = set_memory_layout(str(result.data["workspace"]), req.memory_layout)
+    return result
+
+
+def set_memory_layout(spec: str, layout: str) -> str:
+    """Record `settings.memory_layout` in the workspace's config, under the lock (the config as
+    it is then, every other key kept). Nothing moves: memories already written stay where they
+    are and are still read; new ones go where the layout says (docs/format.md, section 10)."""
+    from box_memory.workspace.resolve import open_workspace
+
+    ws = open_workspace(spec)
+    with ws.store.lock(writer="box-memory", skill="init"):
+        ws.config = load_config(ws.store)
+        settings = ws.config.data.get("settings")
+        settings = dict(settings) if isinstance(settings, dict) else {}
+        if settings.get("memory_layout") != layout:
+            settings["memory_layout"] = layout
+            ws.config.data["settings"] = settings
+            ws.save_config()
+    return layout
 
 
 def _init_local(req: InitRequest, confirm: Confirm | None) -> Result:

@@ -22,6 +22,12 @@ from box_memory.workspace.resolve import INDEX_NAME, Workspace, load_config
 
 RECENT = 5
 TOP_TAGS = 5
+# A folder index past this many bytes makes each write into it cost about twice a write into a
+# small folder (bench/write_bytes_bench.py: ~0.27 s CPU at 1,000 memories, ~0.5 s at 10,000 with
+# a 7.6 MB index, the index's own read, parse and rewrite growing ~25 ms per MB after that):
+# `status` then suggests the monthly memory layout, where a write rewrites one month's index.
+# 8 MiB is ~11,000 memories, far below the read cap of an index (LIMITS["index"], 128 MiB).
+SUGGEST_MONTHLY_BYTES = 8 * 1024 * 1024
 
 
 def binaries(ws: Workspace, folder: str) -> list[str]:
@@ -243,10 +249,12 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
         conflict_copies += copies
         memory_copies += [join(idx.folder, n) for n in names.conflict_copies(files) if n.endswith(".md")]
         orphans = [o for o in idx.data.get("orphans") or [] if isinstance(o, dict)]
+        index_bytes = next((e.size for e in listing if e.name == INDEX_NAME and not e.is_dir), 0)
         health.append(
             {
                 "folder": idx.folder + "/",
                 "entries": len(idx.entries),
+                "index_bytes": index_bytes,
                 "updated_at": idx.updated_at,
                 "drift": reasons,
                 "orphans": len(orphans),
@@ -272,6 +280,7 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             "updated_at": ws.config.data.get("updated_at"),
             "default_team": ws.config.settings.get("default_team"),
             "companion_layout": ws.config.companion_layout,
+            "memory_layout": ws.config.memory_layout,
             "box_drive": _box_drive(ws),
             "include_superseded_in_recall": bool(ws.config.settings.get("include_superseded_in_recall")),
             "rebuild_index_on_drift": bool(ws.config.settings.get("rebuild_index_on_drift")),
@@ -327,8 +336,39 @@ def workspace_status(ws: Workspace, *, check_indexes: bool = False) -> dict[str,
             report["drift"] or report["duplicate_ids"]
         )
     data["companions"] = _companion_health(ws, indexes)
+    data["layout_advice"] = layout_advice(ws, health)
     data["next"] = next_steps(data)
     return data
+
+
+def layout_advice(ws: Workspace, health: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Under the flat layout, the largest memories folder index when it is past
+    SUGGEST_MONTHLY_BYTES: every write into it rewrites it whole. None otherwise."""
+    if ws.config.memory_layout == "monthly":
+        return None
+    memory_folders = {f + "/" for scope in ws.scopes() for f in ws.memory_folders(scope)}
+    big = [h for h in health if h["folder"] in memory_folders and h["index_bytes"] > SUGGEST_MONTHLY_BYTES]
+    if not big:
+        return None
+    top = max(big, key=lambda h: h["index_bytes"])
+    root = ws.store.local_root
+    how = (
+        f"box-memory init --path {root} --memory-layout monthly"
+        if root is not None
+        else 'set "memory_layout": "monthly" in the settings of _box-memory.json'
+    )
+    return {
+        "folder": top["folder"],
+        "index_bytes": top["index_bytes"],
+        "entries": top["entries"],
+        "threshold_bytes": SUGGEST_MONTHLY_BYTES,
+        "switch": how,
+        "message": (
+            f"{top['folder']}_index.json is {top['index_bytes'] / 1e6:.1f} MB ({top['entries']:,} "
+            "entries) and every write into that folder rewrites it: the monthly memory layout keeps "
+            f"a write's cost to one month's memories, nothing moves ({how})"
+        ),
+    }
 
 
 def _companion_health(ws: Workspace, indexes: list[FolderIndex]) -> dict[str, Any]:
@@ -375,6 +415,9 @@ def next_steps(data: dict[str, Any]) -> list[str]:
         out.append('box-memory write "..." --title "..."  (save the first memory)')
     else:
         out.append('box-memory recall "<query>"')
+    advice = data.get("layout_advice")
+    if advice:
+        out.append(f"{advice['switch']}  (writes: {advice['folder']} has {advice['entries']:,} memories)")
     if not check:
         out.append("box-memory status --check-indexes  (full comparison of indexes and files)")
     return out

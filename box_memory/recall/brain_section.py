@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from box_memory.params import Param
 from box_memory.recall.excerpt import mark_terms
 from box_memory.recall.query import Filters, tokens_of
 from box_memory.result import Result
 from box_memory.workspace.resolve import Workspace
+
+if TYPE_CHECKING:  # the annotations name it; `params.request_hints` supplies it at run time
+    from box_memory.params import Param
 
 BRAIN_LIMIT = 8
 

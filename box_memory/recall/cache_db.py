@@ -179,6 +179,7 @@ class Refresh:
         self.kept_open = False  # a long-lived process reused its open cache
         self.rechecked_files = 0  # memory files whose stat changed since they were read
         self.stat_folders = 0  # folders whose memory files were stat'ed (all, unless watched)
+        self.named_files = 0  # memory files stat'ed because a watch named them (serve)
         self.ms = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -193,6 +194,7 @@ class Refresh:
             "removed": self.removed,
             "rechecked_files": self.rechecked_files,
             "stat_folders": self.stat_folders,
+            "named_files": self.named_files,
             "refresh_ms": round(self.ms, 1),
         }
 

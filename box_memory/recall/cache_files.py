@@ -16,6 +16,8 @@ import os
 import unicodedata
 from typing import Any
 
+import orjson
+
 from box_memory.errors import BoxMemoryError
 from box_memory.recall.cache_db import (
     CacheDB,
@@ -52,25 +54,33 @@ class FileChecks(CacheDB):
             return False
         watch = self.watch
         events = watch.changed() if watch is not None else None  # drained before any stat
-        stale = []
+        stale: list[tuple[str, str, dict[str, os.stat_result], bool]] = []
         for f in folders:
             row = rows.get(f)
             if row is None or row[1] in (None, "denied"):
                 continue  # not cached, unreadable, or read again next time anyway
             path = os.path.join(root, f)  # noqa: PTH118 - a string join: no Path objects
-            if watch is not None and events is not None and row[3] is not None:
-                # Watched since its files were last compared, and no event since: unchanged.
-                if watch.watching(path) and path not in events:
+            if watch is not None and events is not None and row[3] is not None and watch.watching(path):
+                # Watched since its files were last compared: unchanged but for the files named by
+                # an event since (a file changed again after it was read is always an event, so a
+                # stat taken in the same clock tick as a change needs no second look here).
+                if path not in events:
                     continue
+                names = events[path]
+                if names is not None:
+                    found = named_stats(path, names)
+                    self.stats.named_files += len(found)
+                    if found:
+                        stale.append((f, row[3], found, True))
+                    continue
+            if watch is not None:
                 watch.watch(path)  # before the stats: a change after them is an event next time
-            elif watch is not None:
-                watch.watch(path)
             self.stats.stat_folders += 1
             got = folder_stats(path)
             if got is not None and got[0] != row[3]:
                 got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
                 if got is not None:
-                    stale.append((f, *got))
+                    stale.append((f, *got, False))
         if not stale:
             return False
         db = self.conn
@@ -78,8 +88,8 @@ class FileChecks(CacheDB):
         self._begin_rids()
         self.unreadable, self._unread, self._denied = [], [], []
         try:
-            for folder, digest, stats in stale:
-                self._recheck_folder(folder, digest, stats)
+            for folder, digest, stats, named in stale:
+                self._recheck_folder(folder, digest, stats, named=named)
             self._count_entries()
             db.execute("COMMIT")
         except BaseException:
@@ -89,19 +99,26 @@ class FileChecks(CacheDB):
             self._outside = set()
         return True
 
-    def _recheck_folder(self, folder: str, digest: str, stats: dict[str, os.stat_result]) -> None:
+    def _recheck_folder(
+        self, folder: str, digest: str, stats: dict[str, os.stat_result], *, named: bool = False
+    ) -> None:
         """Compare each cached memory file of `folder` with its stat now; read again the ones that
         changed (or whose last stat was racy) and, where the content did change, replace their
         entries as the files now are. Files added or removed change the folder's own signature:
-        `_plan_folder` handles those."""
+        `_plan_folder` handles those. `named`: `stats` holds only the files a watch named (the
+        folder's digest stays as it was)."""
         db = self.conn
         prefix = folder + "/"
         suspect: list[tuple[int, str, str, bytes | None, os.stat_result, bool]] = []
-        for rid, mid, path, stat_sig, body_sig in db.execute(
+        query = (
             "SELECT e.rid, e.id, e.path, s.stat_sig, s.body_sig FROM entries e JOIN src s ON s.rid = e.rid "
-            "WHERE e.folder = ?",
-            (folder,),
-        ).fetchall():
+            "WHERE e.folder = :folder"
+        )
+        params: dict[str, object] = {"folder": folder}
+        if named:
+            query += " AND e.path IN (SELECT value FROM json_each(:paths))"
+            params["paths"] = orjson.dumps([prefix + n for n in stats]).decode()
+        for rid, mid, path, stat_sig, body_sig in db.execute(query, params).fetchall():
             if rid in self._just_read or not path.startswith(prefix):
                 continue
             st = stats.get(path[len(prefix) :])
@@ -109,6 +126,7 @@ class FileChecks(CacheDB):
                 continue
             suspect.append((rid, mid, path, body_sig, st, stat_sig == "?" + sig))
         self.stats.rechecked_files += len(suspect)
+        retry = False
         todo: list[tuple[str, str, Todo]] = []
         index: dict[str, dict[str, Any]] | None = None
         for rid, mid, path, body_sig, st, only_racy in suspect:
@@ -119,6 +137,7 @@ class FileChecks(CacheDB):
                     db.execute("UPDATE src SET stat_sig = ? WHERE rid = ?", (stat_signature(st), rid))
                 else:
                     self._racy.add(folder)  # changed, and not readable now: compared again next time
+                    retry = True
                 continue
             if body_sig is not None and body_digest(raw) == body_sig:
                 sig = recorded_stat(st)  # the same bytes: only the stat moved (a touch, a chmod)
@@ -144,7 +163,8 @@ class FileChecks(CacheDB):
         if todo:
             self.stats.reread_files += len(todo)
             self._insert(todo)
-        ok = folder not in self._racy and not (self.unreadable or self._unread or self._denied)
+        ok = not retry and (named or folder not in self._racy)
+        ok = ok and not (self.unreadable or self._unread or self._denied)
         db.execute("UPDATE folders SET files_sig = ? WHERE folder = ?", (digest if ok else None, folder))
 
     def _disagrees(self, ent: dict[str, Any], path: str) -> bool:
@@ -155,6 +175,27 @@ class FileChecks(CacheDB):
             return True
         fresh = as_indexed(ent, path, raw)
         return fresh is None or differs(ent, fresh, len(raw))
+
+
+def named_stats(path: str, names: set[str]) -> dict[str, os.stat_result]:
+    """The stats of the memory files of folder `path` among `names` (the ones still there)."""
+    out: dict[str, os.stat_result] = {}
+    for name in filter(_memory_name, names):
+        try:
+            out[_keyed(name)] = os.stat(os.path.join(path, name))  # noqa: PTH116, PTH118
+        except OSError:
+            continue
+    return out
+
+
+def _memory_name(name: str) -> bool:
+    """Whether a file of this name in a memory folder is a memory (as `is_memory_file` decides)."""
+    return name.endswith(".md") and name[0] != "." and name != "README.md"
+
+
+def _keyed(name: str) -> str:
+    """A name as the cache's paths hold it (NFC: macOS hands back NFD names)."""
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
 def _listed(st: os.stat_result) -> str:
@@ -177,7 +218,7 @@ def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.st
         if _DIR_FD:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         for name in os.listdir(path if fd is None else fd):  # noqa: PTH208 - names of an open folder
-            if not name.endswith(".md") or name[0] == "." or name == "README.md":
+            if not _memory_name(name):
                 continue
             try:
                 st = stat(name, dir_fd=fd) if fd is not None else stat(os.path.join(path, name))  # noqa: PTH118
@@ -186,7 +227,7 @@ def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.st
             count += 1
             acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
             if keep:
-                stats[name if name.isascii() else unicodedata.normalize("NFC", name)] = st
+                stats[_keyed(name)] = st
     except OSError:
         return None
     finally:

@@ -20,6 +20,7 @@ folders whose index is small, and any folder once a write or `index-rebuild` lis
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from typing import Any, NamedTuple
@@ -349,10 +350,15 @@ class RecallCache(FileChecks):
                         raise sqlite3.OperationalError("written memory unreadable for the recall cache")
                 sigs = (signature(ws, join(folder, INDEX_NAME)), signature(ws, folder))
                 # files_sig: the folder's files are compared one by one again next time (a file
-                # another program changed before this write must not be taken for current).
+                # another program changed before this write must not be taken for current), unless
+                # a watch has the folder: such a change is an event the next call reads.
+                root, watch = ws.store.local_root, self.watch
+                where = os.path.join(root, folder) if root is not None else ""  # noqa: PTH118
+                watched = watch is not None and bool(where) and watch.watching(where)
                 db.execute(
-                    "UPDATE folders SET index_sig = ?, dir_sig = ?, files_sig = NULL WHERE folder = ?",
-                    (*sigs, folder),
+                    "UPDATE folders SET index_sig = ?, dir_sig = ?, "
+                    "files_sig = CASE WHEN ? THEN files_sig END WHERE folder = ?",
+                    (*sigs, watched, folder),
                 )
                 done += 1
             self._count_entries()

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from box_memory.errors import InvalidInput
 from box_memory.format.ids import normalize_tag, validate_team
 from box_memory.format.model import HIDDEN_STATUSES, KINDS, STATUSES, parse_time
-from box_memory.params import Param
 from box_memory.recall.cache_db import WORD_RE
 from box_memory.workspace.resolve import Workspace
+
+if TYPE_CHECKING:  # the annotations name it; `params.request_hints` supplies it at run time
+    from box_memory.params import Param
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200  # hits one MCP recall call may ask for (the command takes any number)

@@ -2,9 +2,11 @@
 
 `serve` keeps its recall caches open; instead of a stat of every memory file on every call (the
 CLI's check, `cache_files.folder_stats`), it asks a `FolderWatch` which folders had any event
-since the last call. The kernel queues an inotify event inside the write that causes it, so a
-change made before a call began is always in the queue when the call reads it: one non-blocking
-`read` per call, nothing else when nothing changed.
+since the last call, and about which files: only those are stat'ed (a write into a folder of
+40,000 memories is followed by a stat of the files it wrote, not of 40,000). The kernel queues
+an inotify event inside the write that causes it, so a change made before a call began is always
+in the queue when the call reads it: one non-blocking `read` per call, nothing else when nothing
+changed.
 
 Only where that holds: Linux, and folders on a local filesystem (a network or FUSE mount does not
 see changes made elsewhere). Anywhere else `FolderWatch.start` returns None and the caller stats
@@ -102,9 +104,11 @@ class FolderWatch:
     def watching(self, path: str) -> bool:
         return path in self._of
 
-    def changed(self) -> set[str] | None:
-        """The watched folders with an event since the last call; None: take every one as changed."""
-        out: set[str] = set()
+    def changed(self) -> dict[str, set[str] | None] | None:
+        """The watched folders with an event since the last call, each with the names of the files
+        the events were about (None: the folder itself changed, take all of its files as changed);
+        None: take every folder as changed."""
+        out: dict[str, set[str] | None] = {}
         while True:
             try:
                 buf = os.read(self.fd, 64 * 1024)
@@ -125,7 +129,13 @@ class FolderWatch:
                 path = self._wd.get(wd)
                 if path is None:
                     continue
-                out.add(path)
+                name = buf[pos - size : pos].rstrip(b"\0") if size else b""
+                if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
+                    out[path] = None
+                elif (names := out.setdefault(path, set())) is not None and name:
+                    # An event without a name is about the folder itself (its times or mode):
+                    # no file in it changed, and the folder's own stat is compared on every call.
+                    names.add(os.fsdecode(name))
                 if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
                     self._wd.pop(wd, None)  # watched again by the next `watch`
                     self._of.pop(path, None)

@@ -16,9 +16,11 @@ The workspace is chosen at start (`--workspace`, else the usual resolution from 
 directory) but resolved on the first tool call, not before: `initialize` never waits on it, and a
 missing workspace is the first tool call's error. The resolved location is cached. A local workspace
 stays open between calls while its config file is unchanged (one stat per call), and so does its
-recall cache, which every call still checks against the folders first (`recall.cache.keep_open`);
-a Box workspace is opened afresh per call, as a command would (its store keeps per-command listing
-caches, which must not outlive the call).
+recall cache, which every call still checks against the folders first (`recall.cache.keep_open`),
+and the folder indexes it parsed or saved, used again while each file's stat is unchanged
+(`workspace.index.keep_parsed`: a write parses no index it already holds); a Box workspace is
+opened afresh per call, as a command would (its store keeps per-command listing caches, which must
+not outlive the call).
 
 The tool table is `serve.tools`. Only the serve room and `cli/serve_cmd.py` (lazily) import the
 `mcp` SDK.
@@ -149,6 +151,7 @@ class MemoryServer:
         """Resolve on first use (never at start-up), cache the location, open it for this call
         (a local one is reused while its config file is unchanged)."""
         from box_memory.recall.cache import keep_open
+        from box_memory.workspace.index import keep_parsed
         from box_memory.workspace.resolve import CONFIG_NAME, open_workspace, resolve_spec
 
         if self._spec is None:
@@ -163,6 +166,7 @@ class MemoryServer:
             return self._ws
         ws = open_workspace(self._spec)
         keep_open()
+        keep_parsed()
         self._ws, self._config_sig = ws, sig
         return ws
 

@@ -19,7 +19,7 @@ from box_memory.audit.report import ReportRequest
 from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
-from box_memory.params import Param
+from box_memory.params import Param, request_hints
 from box_memory.recall.brain_section import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.result import Result
@@ -61,7 +61,7 @@ class ToolArgs(BaseModel):
 def tool_args(request: type[Any], name: str) -> type[ToolArgs]:
     """A tool's input model, derived from the service's request dataclass: each field annotated
     with a `Param` becomes a parameter with that description, enum and bounds (declared once)."""
-    hints = typing.get_type_hints(request, include_extras=True)
+    hints = request_hints(request)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(request):
         hint = hints[f.name]

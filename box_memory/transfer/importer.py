@@ -388,8 +388,8 @@ def run_import(
     report.items = len(items)
     if team is None:
         check_teams(ws, items)
-    folders = sorted({ws.memories_folder(ws.require_team(team or _team_for(ws, it))) for it in items
-                      if it.error is None})  # fmt: skip
+    scopes = {ws.require_team(team or _team_for(ws, it)) for it in items if it.error is None}
+    folders = sorted({f for scope in scopes for f in ws.memory_folders(scope)})  # month folders too
     known = existing_keys(ws, folders)
     successors = {it.supersedes for it in items if it.error is None and it.supersedes}
     companions = [it for it in items if it.error is None and it.kind == "companion" and it.keep_id]

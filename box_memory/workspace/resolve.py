@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,21 @@ from box_memory.store.base import Store, join
 NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
 
 
+MEMORY_LAYOUTS = ("flat", "monthly")
+SHARD_NAME = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])\Z")  # memories/YYYY-MM/ (layout "monthly")
+
+
+def shard_name(when: datetime | None = None) -> str:
+    """The month folder a memory written at `when` (UTC, default now) goes to: `YYYY-MM`."""
+    return (when or datetime.now(UTC)).strftime("%Y-%m")
+
+
 @dataclass
 class Workspace:
     store: Store
     config: WorkspaceConfig
+    # Month folders found under each memories folder, with the folder's signature when found.
+    _shards: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -54,14 +67,48 @@ class Workspace:
     def companions_folder(self, team: str | None = None) -> str:
         return join(self.scope_root(team), "companions")
 
+    def write_folder(self, team: str | None = None) -> str:
+        """Where a new memory of this scope goes: `memories/` (the plugin's layout), or under
+        `settings.memory_layout: "monthly"` this month's `memories/YYYY-MM/` (UTC), so a write
+        rewrites an index of one month's memories rather than one that grows with the workspace."""
+        base = self.memories_folder(team)
+        return join(base, shard_name()) if self.config.memory_layout == "monthly" else base
+
+    def memory_folders(self, scope: str | None = None) -> list[str]:
+        """The scope's memory folders: `memories/`, then its month folders, oldest first. Month
+        folders are looked for only when the workspace has chosen a memory layout (the key is set,
+        whatever its value, so switching back to "flat" keeps reading them); a workspace of the
+        plugin's own making costs no listing here."""
+        base = self.memories_folder(scope)
+        if not self.config.layout_chosen:
+            return [base]
+        return [base, *self._month_folders(base)]
+
+    def _month_folders(self, base: str) -> list[str]:
+        """`base/YYYY-MM` folders, from one listing of `base` (names only; a local one is kept
+        while the folder's own signature is unchanged)."""
+        local = self.store.local_root is not None
+        try:
+            sig = self.store.signature(base) if local else None
+            hit = self._shards.get(base)
+            if hit is not None and sig is not None and hit[0] == sig:
+                return hit[1]
+            names = sorted(n for n in self.store.list_names(base) if SHARD_NAME.match(n))
+            out = [f for n in names if (st := self.store.stat(f := join(base, n))) is not None and st.is_dir]
+        except Unreadable:
+            return []  # a team the user may not read: its other folders report it once
+        self._shards[base] = (sig, out)
+        return out
+
     def scopes(self) -> list[str | None]:
         return [None, *self.config.teams]
 
     def index_folders(self) -> list[str]:
-        """Every folder that carries an `_index.json`, default scope first."""
+        """Every folder that carries an `_index.json`, default scope first (a scope's month
+        folders right after its `memories/`)."""
         out: list[str] = []
         for scope in self.scopes():
-            out.append(self.memories_folder(scope))
+            out.extend(self.memory_folders(scope))
             out.append(self.files_folder(scope))
             if self.config.companion_layout == "folder" or self._has_index(self.companions_folder(scope)):
                 out.append(self.companions_folder(scope))

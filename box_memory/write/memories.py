@@ -87,7 +87,9 @@ class MemoryPlacement:
         single = not tx.batch or self._needs_own_save(tx)
         old = self._superseded(tx, draft, single) if p.supersedes else None
         kind = draft.kind = draft.kind or infer_kind(p.content)
-        folder = ws.memories_folder(draft.team)
+        folder = ws.write_folder(draft.team)  # this month's folder under the "monthly" layout
+        if folder not in tx.open and folder != ws.memories_folder(draft.team) and not ws.store.exists(folder):
+            ws.store.mkdir(folder)  # the first memory of a month: under the lock, before its index
         idx, slots = tx.folder(folder)
         if old is not None and old.located.folder == folder:
             old.located = _find_by_id([idx], old.mem.id) or old.located

@@ -151,7 +151,7 @@ def prepare_write(ws: Workspace, req: WriteRequest) -> Prepared:
         sources=sources,
         confidence=confidence,
         team=team,
-        folder=ws.memories_folder(team),
+        folder=ws.write_folder(team),
         supersedes=req.supersedes,
         agent=req.agent,
         new_slug=req.new_slug,

@@ -36,6 +36,7 @@ DROP = {
     "folder_id",
     "index_file_id",
     "lock",
+    "index_bytes",  # a Box index also records its folder's and its own Box ids
 }
 
 

@@ -157,7 +157,7 @@ def test_oversized_index_is_refused_by_its_cap(tmp_path: Path) -> None:
         f.truncate(LIMITS["index"] + 1)  # sparse: no disk used
     with pytest.raises(
         UnreadableFile,
-        match=r"^memories/_index.json is larger than the 64 MiB limit for index files \(67108865 bytes\)$",
+        match=r"^memories/_index.json is larger than the 128 MiB limit for index files \(134217729 bytes\)$",
     ):
         read_regular(big, "index", "memories/_index.json")
     ok = tmp_path / "small.json"

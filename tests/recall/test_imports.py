@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.imports import NETWORK, imported_by
+from box_memory.cli.app import COMMAND_MODULES
+from tests.helpers.imports import NETWORK, imported_by, modules_imported_by
 
 
 def _modules(tmp_path: Path, *args: str) -> set[str]:
@@ -21,6 +22,30 @@ def test_recall_imports_neither_mcp_nor_httpx(ws: Path, cli, tmp_path: Path) -> 
     # A warm call answers from the cache: no YAML parser either.
     assert "yaml" not in warm
     assert "sqlite3" in warm
+
+
+def test_recall_loads_only_its_own_command_and_what_its_answer_needs(ws: Path, cli, tmp_path: Path) -> None:
+    """A warm local recall's start is the cost of every module it imports: none of another
+    command's, and none whose only use is elsewhere (`Param` describes the MCP tools' schemas)."""
+    cli.json("write", "We decided to cache tokens.", "--title", "Token cache", "-w", str(ws))
+    _modules(tmp_path, "recall", "token cache", "-w", str(ws), "--json")  # builds the cache
+    others = {f"box_memory.cli.{m}" for m in COMMAND_MODULES.values()} - {"box_memory.cli.recall_cmd"}
+    for args in (("token cache", "--json"), ("tokens",), ("kind:decision", "--json")):
+        mods = modules_imported_by(tmp_path, "recall", *args, "-w", str(ws))[1]
+        assert "box_memory.cli.recall_cmd" in mods
+        assert not mods & others, mods & others
+        assert not mods & {"box_memory.params", "rich", "yaml", "ulid"}, mods
+
+
+def test_version_loads_no_command(tmp_path: Path) -> None:
+    res, mods = modules_imported_by(tmp_path, "--version")
+    assert res.stdout.startswith("box-memory ")
+    assert {m for m in mods if m.startswith("box_memory")} == {
+        "box_memory",
+        "box_memory.cli",
+        "box_memory.cli.app",
+    }
+    assert not mods & {"dataclasses", "orjson", "sqlite3", "rich", "yaml"}, mods
 
 
 def test_write_on_a_local_workspace_stays_off_the_network_stack(ws: Path, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ descriptions, enums and bounds are the `Param` annotations of that dataclass, de
 from __future__ import annotations
 
 import dataclasses
-import typing
 
 import pytest
 
@@ -12,7 +11,7 @@ from box_memory.audit.report import ReportRequest
 from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
-from box_memory.params import Param
+from box_memory.params import Param, request_hints
 from box_memory.recall.brain_section import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.serve.server import MemoryServer
@@ -35,7 +34,7 @@ REQUESTS: dict[str, type] = {
 
 
 def params(request: type) -> dict[str, Param]:
-    hints = typing.get_type_hints(request, include_extras=True)
+    hints = request_hints(request)
     out = {}
     for f in dataclasses.fields(request):
         found = [m for m in getattr(hints[f.name], "__metadata__", ()) if isinstance(m, Param)]

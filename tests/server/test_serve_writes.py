@@ -1,0 +1,104 @@
+"""A long-lived `serve` writes without re-reading what it already holds, and still loses nothing.
+
+It keeps each folder index it parsed or saved with the stat of its file (`workspace.index.
+keep_parsed`): a write parses no index whose file is unchanged, and one another writer replaced is
+parsed again. After its own write, the next recall stats only the files the folder watch names,
+not the whole folder. A killed writer's temp files are still swept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import box_memory.workspace.index as index_mod
+from box_memory.format.model import TMP_PREFIX
+from box_memory.recall.cache_db import RACY_NS
+from box_memory.recall.watch import FolderWatch
+from box_memory.serve.server import MemoryServer
+from tests.conftest import Cli
+
+
+def _write(server: MemoryServer, title: str) -> dict[str, Any]:
+    out, is_error = server.call("write", {"content": f"Notes on {title}.", "title": title, "kind": "note"})
+    assert not is_error, out
+    return out["data"]
+
+
+def _index_ids(root: Path) -> set[str]:
+    return {e["id"] for e in json.loads((root / "memories" / "_index.json").read_bytes())["entries"]}
+
+
+@pytest.fixture
+def root(tmp_path: Path, cli: Cli) -> Path:
+    root = tmp_path / "ws"
+    cli.json("init", "--path", str(root))
+    return root
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each index file parsed (a spy: the real parse still runs)."""
+    seen: list[str] = []
+    real = index_mod.parse_index
+
+    def spy(raw: bytes, where: str) -> dict[str, Any]:
+        seen.append(where)
+        return real(raw, where)
+
+    monkeypatch.setattr(index_mod, "parse_index", spy)
+    return seen
+
+
+def test_a_second_write_parses_no_index_and_another_writers_entry_is_kept(
+    root: Path, parses: list[str]
+) -> None:
+    server = MemoryServer(workspace=str(root))
+    first = _write(server, "First note")
+    parses.clear()
+    second = _write(server, "Second note")
+    assert [p for p in parses if p.endswith("memories/_index.json")] == []
+    # Another process writes into the same folder: its index file is replaced.
+    env = {**os.environ, "BOX_MEMORY_WORKSPACE": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-m", "box_memory", "write", "From the CLI.", "--title", "CLI note", "--json"],
+        env=env, capture_output=True, check=True,
+    )  # fmt: skip
+    other = json.loads(out.stdout)["data"]["id"]
+    third = _write(server, "Third note")
+    assert [p for p in parses if p.endswith("memories/_index.json")] != []  # parsed again
+    assert _index_ids(root) >= {first["id"], second["id"], other, third["id"]}
+    hits, _ = server.call("recall", {"query": "CLI note"})
+    assert [h["id"] for h in hits["data"]["hits"]][:1] == [other]
+
+
+def test_after_its_own_write_a_recall_stats_only_the_files_the_watch_names(root: Path) -> None:
+    if FolderWatch.start(str(root)) is None:
+        pytest.skip("no inotify here: every call stats the files (other tests cover that)")
+    server = MemoryServer(workspace=str(root))
+    for i in range(5):
+        _write(server, f"Filler {i}")
+    server.call("recall", {"query": "filler"})
+    time.sleep(RACY_NS / 1e9)
+    server.call("recall", {"query": "filler"})
+    made = _write(server, "Zebra crossing")
+    got, _ = server.call("recall", {"query": "zebra"})
+    cache = got["data"]["cache"]
+    assert [h["id"] for h in got["data"]["hits"]] == [made["id"]]
+    assert cache["stat_folders"] == 0 and 1 <= cache["named_files"] <= 2
+
+
+def test_a_killed_writers_old_temp_file_is_swept_by_the_next_write(root: Path, cli: Cli) -> None:
+    left = root / "memories" / f"{TMP_PREFIX}killed"
+    left.write_bytes(b"half a memory")
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    cli.json("write", "After the crash.", "--title", "After", "-w", str(root))
+    assert not left.exists()
