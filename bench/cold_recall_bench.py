@@ -8,7 +8,12 @@ A Box MCP emulator (real MCP over HTTP on 127.0.0.1) serves a folder; each tool 
 on disk (the emulator's backing folder is a local folder): the memory files of a deterministic
 corpus (bench/corpus.py, default scope only) are copied in, and each folder index is rebuilt with
 the project's own code (`save_index` with every entry's Box file id, then `refresh_rollup`), as
-`index-rebuild` would write it - without 100,000 uploads.
+`index-rebuild` would write it - without 100,000 uploads. Seeding runs with no command deadline
+(`BOX_MEMORY_DEADLINE_S=0`); the recalls measured run with the default one. Below 50,000
+memories the corpus is all in `memories/`; from 50,000 on it is spread over four team folders as
+well (40% in `memories/`), because 100,000 memories in one folder make a 77 MB `_index.json`, over
+the 50 MB Box returns as text (`get_file_content`), which no reader of the plugin layout can read
+(`status` suggests the monthly layout long before that).
 
 Then, for each query shape (id, [[wikilink]], slug, title, tag, kind/tag filter, a word found only
 in bodies), one `python -m box_memory recall ... --json` process with an EMPTY user cache (no
@@ -41,16 +46,18 @@ def seed(emu: Any, box: Path, n: int, scratch: Path) -> tuple[str, dict[str, Any
     """A cloud workspace of `n` memories; returns (its spec, the corpus manifest)."""
     from typer.testing import CliRunner
 
-    from bench.corpus import generate
+    from bench.corpus import TEAM_NAMES, generate
     from box_memory.cli.app import app
     from box_memory.store.cloud import close_all
     from box_memory.workspace.index import FolderIndex, parse_index, refresh_rollup, save_index
     from box_memory.workspace.resolve import open_workspace
 
-    init = CliRunner().invoke(app, ["init", f"bench-{n}", "--parent", "0", "--json"])
+    teams = TEAM_NAMES[:4] if n >= 50_000 else []
+    args = ["init", f"bench-{n}", "--parent", "0", "--json"] + [x for t in teams for x in ("--team", t)]
+    init = CliRunner().invoke(app, args)
     spec = json.loads(init.stdout)["data"]["workspace"]
     corpus = scratch / f"corpus-{n}"
-    manifest = generate(n, corpus, teams=0)
+    manifest = generate(n, corpus, teams=len(teams))
     ws_dir = box / f"bench-{n}"
     ws = open_workspace(spec)
     for folder in ws.index_folders():
@@ -88,7 +95,9 @@ def _tag(manifest: dict[str, Any]) -> str:
     return str(manifest.get("probe_tag") or "auth")
 
 
-def cold_recall(emu: Any, python: str, spec: str, home: Path, args: list[str], timeout: float) -> dict[str, Any]:
+def cold_recall(
+    emu: Any, python: str, spec: str, home: Path, args: list[str], timeout: float
+) -> dict[str, Any]:
     shutil.rmtree(home / "cache", ignore_errors=True)  # a fresh machine: no cache of any kind
     emu.reset_calls()
     env = {**os.environ, "BOX_MEMORY_HOME": str(home)}
@@ -141,7 +150,9 @@ def main() -> None:
         os.environ["BOX_MCP_URL"] = emu.url
         for n in [int(s) for s in a.sizes.split(",") if s]:
             t = time.perf_counter()
+            os.environ["BOX_MEMORY_DEADLINE_S"] = "0"  # seeding only: 100,000 files copied in
             spec, manifest = seed(emu, a.out / "box", n, a.out / "scratch")
+            del os.environ["BOX_MEMORY_DEADLINE_S"]
             print(f"seeded {n} memories in {time.perf_counter() - t:.0f} s ({spec})", flush=True)
             emu.configure(latency_ms=a.latency_ms)
             if a.before:
@@ -154,7 +165,9 @@ def main() -> None:
                 print(_line(rows[-1]), flush=True)
             emu.configure(latency_ms=0)
     print()
-    print(f"| memories | query | tree | tool calls | wall s (at {a.latency_ms:g} ms a call) | calls by tool |")
+    print(
+        f"| memories | query | tree | tool calls | wall s (at {a.latency_ms:g} ms a call) | calls by tool |"
+    )
     print("|---:|---|---|---:|---:|---|")
     for n, label, tree, r in rows:
         wall = f"{r['wall']:.1f}" + ("" if r["done"] else " (stopped)")

@@ -279,7 +279,7 @@ class RecallCache(FileChecks):
         if listed:
             store.prefetch(listed)
         reads = as_unlisted_reads(store)
-        wanted = {fid: None for fid in by_id.values() if fid}
+        wanted: dict[str, str | None] = {fid: None for fid in by_id.values() if fid}
         got = reads.fetch_bodies(wanted) if reads is not None and wanted else {}
         for path, fid in by_id.items():
             if fid is not None and fid in got:

@@ -4,10 +4,10 @@ The ladder runs over what the cache holds: every entry's title, slug and tags, a
 has. Bodies not fetched from Box are searched with Box search first (`store/cloud/pins.py`, one
 `search_files_keyword` call over the query's words, ORed, scoped to the workspace's `.md` files):
 its hits are mapped back to entries by Box file id (else by folder and name), the bodies of at
-most `limit` of them that still match the filters are fetched and added to the cache (held from
-then on), and only then is the ladder run - so memories held before and memories found by Box
-search come out in the one order. Box Drive placeholders are not read at all (that would
-download them); what could not be searched is said once.
+most `limit` of them (less the direct hits) that still match the filters are fetched and added to
+the cache (held from then on), and only then is the ladder run - so memories held before and
+memories found by Box search come out in the one order. Box Drive placeholders are not read at
+all (that would download them); what could not be searched is said once.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ SEARCH_HITS = 100  # Box search hits asked for (mapped to entries; at most `limi
 LAG_NOTE = "Box search may lag recent writes by minutes"
 
 
-def search_pending(s: Search, text: str) -> None:
-    """Before the ladder: fill the bodies Box search finds among the pending ones (see the module
-    doc) and warn about what stays unsearched."""
+def search_pending(s: Search, text: str, room: int) -> None:
+    """Before the ladder: fill the bodies Box search finds among the pending ones, at most `room`
+    of them (the places the direct routes left), and warn about what stays unsearched."""
     counts = s.cache.pending_counts()
     online, remote = counts.get(ONLINE_ONLY, 0), counts.get(NOT_FETCHED, 0)
     if online:
@@ -51,20 +51,21 @@ def search_pending(s: Search, text: str) -> None:
         f"{LAG_NOTE}: the text of {remote} memories is not held on this machine, so it was "
         "searched through Box search (their titles, slugs and tags locally)"
     )
-    rids = _pending_hits(s, hits)
+    rids = _pending_hits(s, hits, room)
     if not rids:
         return
     got = store.fetch_bodies({fid: sha for _rid, fid, sha in rids})
     s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got})
 
 
-def _pending_hits(s: Search, hits: list[dict[str, Any]]) -> list[tuple[int, str, str | None]]:
+def _pending_hits(s: Search, hits: list[dict[str, Any]], room: int) -> list[tuple[int, str, str | None]]:
     """(rid, Box file id, sha1) of the pending entries Box search found, in Box's order, that pass
-    the recall's filters: at most the recall's limit of them."""
+    the recall's filters: at most `room` of them."""
     by_id = {str(h["file_id"]): h for h in hits if h.get("file_id")}
     by_path = {str(h["path"]): h for h in hits if h.get("path")}
     rows = s.rows(
-        "(e.file_id IN (SELECT value FROM json_each(:fids)) OR e.path IN (SELECT value FROM json_each(:paths)))"
+        "(e.file_id IN (SELECT value FROM json_each(:fids))"
+        " OR e.path IN (SELECT value FROM json_each(:paths)))"
         " AND e.rid IN (SELECT rid FROM src WHERE pending = :p)",
         {"fids": _json_strs(by_id), "paths": _json_strs(by_path), "p": NOT_FETCHED},
     )
@@ -79,7 +80,7 @@ def _pending_hits(s: Search, hits: list[dict[str, Any]]) -> list[tuple[int, str,
         sha = h.get("sha1")
         found.append((order.get(fid, len(order)), r.rid, fid, str(sha) if sha else None))
     found.sort()
-    return [(rid, fid, sha) for _i, rid, fid, sha in found[: s.limit]]
+    return [(rid, fid, sha) for _i, rid, fid, sha in found[:room]]
 
 
 def _json_strs(values: Any) -> str:

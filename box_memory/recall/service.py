@@ -252,13 +252,15 @@ def _run(
                 for h in hits:
                     h.score = 8.0
         skip = {h.row.rid for h in hits}
-        found = s.free_text(text, skip)
-        if cache.pending_counts() and not _decided(found, req.limit):
+        room = req.limit - len(skip)  # the places the direct routes left to free text
+        more = s.free_text(text, skip)
+        if cache.pending_counts() and not _decided(more, room):
             from box_memory.recall.pending import search_pending
 
-            search_pending(s, text)  # bodies not on this machine: Box search, or said unsearched
-            found = s.free_text(text, skip)
-        hits += found
+            # Bodies not on this machine: Box search (at most the bodies the places left need).
+            search_pending(s, text, max(1, room))
+            more = s.free_text(text, skip)
+        hits += more
     hits = hit_order(hits)[: req.limit]
 
     bodies = s.bodies([h.row.rid for h in hits])

@@ -6,7 +6,8 @@ hold), so a recall on a fresh machine must not list the memory folders. Instead:
 
 - `pin_indexes` finds each big folder's `_index.json` by its Box file id: the ids the recall cache
   remembered (one `get_file_details` each, concurrently), or, on a machine that has none, one
-  `search_files_keyword` for `_index.json` files under the workspace. An item is pinned only when
+  `search_files_keyword` for `_index.json` files under the workspace (when one of them is big, the
+  small ones found are read through their index too, this once). An item is pinned only when
   Box says it is a file named `_index.json` whose parent is the folder's Box id (the config's
   `folder_ids`); its signature is its own size, modified time, id, etag and sha1, and its text is
   accepted only when it hashes to that sha1 (reading.py). A folder whose index is not pinned is
@@ -57,10 +58,7 @@ class Pins(Reading):
         cache), or, when None (a fresh machine), every big one Box search finds. Returns
         {folder: index file id} of those pinned."""
         folders = self._folder_paths()
-        if known is None:
-            found = self._search_indexes(folders)
-        else:
-            found = self._index_details(known, folders)
+        found = self._search_indexes(folders) if known is None else self._index_details(known, folders)
         for folder, item in found.items():
             self._pins[join(folder, INDEX_NAME)] = item
             self._unlisted[folder] = str(folders_id(folders, folder))
@@ -100,13 +98,17 @@ class Pins(Reading):
         except BoxMemoryError:
             return {}  # every folder is listed, as before
         out: dict[str, dict[str, Any]] = {}
+        big = False
         for item in hits:
             folder = folders.get(str((item.get("parent") or {}).get("id") or ""))
-            size = item.get("size")
-            big = isinstance(size, int) and size >= PIN_MIN_BYTES
-            if folder is not None and big and _is_index_of(item, folders_id(folders, folder)):
+            if folder is not None and _is_index_of(item, folders_id(folders, folder)):
                 out[folder] = item
-        return out
+                size = item.get("size")
+                big = big or (isinstance(size, int) and size >= PIN_MIN_BYTES)
+        # A big workspace on a fresh machine: every folder whose index was found is read through
+        # it, the small ones too (a listing each saved; they are listed again from the next
+        # recall on, as only big folders' pins are remembered). A small workspace: all listed.
+        return out if big else {}
 
     def fetch_bodies(self, wanted: dict[str, str | None]) -> dict[str, bytes]:
         """{file id: bytes} of the memory files `wanted` ({file id: sha1, or None when unknown}),

@@ -2,9 +2,10 @@
 on it (`close_all` ends them), tool calls with Box's write refusals named, `has_tool`.
 
 The cloud store is built in layers, each a class over the one before it: this state, then its
-folders (folders.py), reading (reading.py), big folders read by file id (pins.py), Box
-metadata (metadata.py), writing (writing.py) and the store itself with its lock (store.py). Each layer uses its own and the lower layers' methods,
-and the Store port's operations (the base class is the port, `store/base.py`).
+folders (folders.py), reading (reading.py), big folders read by file id (pins.py), Box metadata
+(metadata.py), writing (writing.py) and the store itself with its lock (store.py). Each layer uses
+its own and the lower layers' methods, and the Store port's operations (the base class is the
+port, `store/base.py`).
 """
 
 from __future__ import annotations
