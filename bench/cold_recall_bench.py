@@ -48,6 +48,7 @@ def seed(emu: Any, box: Path, n: int, scratch: Path) -> tuple[str, dict[str, Any
 
     from bench.corpus import TEAM_NAMES, generate
     from box_memory.cli.app import app
+    from box_memory.errors import BoxMemoryError
     from box_memory.store.cloud import close_all
     from box_memory.workspace.index import FolderIndex, parse_index, refresh_rollup, save_index
     from box_memory.workspace.resolve import open_workspace
@@ -69,12 +70,19 @@ def seed(emu: Any, box: Path, n: int, scratch: Path) -> tuple[str, dict[str, Any
             dst = ws_dir / e["local_path"]
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(corpus / e["local_path"], dst)
-            e["file_id"] = emu.fs.id_for_path(f"bench-{n}/{e['local_path']}")
+        # One scan of the folder assigns every file its Box id (id_for_path scans per call).
+        listed = emu.fs.children(emu.fs.get(emu.fs.id_for_path(f"bench-{n}/{folder}")))
+        ids = {item.name: item.id for item in listed}
+        for e in data["entries"]:
+            e["file_id"] = ids[e["local_path"].rsplit("/", 1)[-1]]
         old = ws.store.read_bytes(f"{folder}/_index.json")
         idx = FolderIndex(folder, {**json.loads(old), "entries": data["entries"]})
         idx.mark_dirty()
         save_index(ws, idx)
-    refresh_rollup(ws)
+    try:
+        refresh_rollup(ws)
+    except BoxMemoryError as e:  # 100,000 memories: a 90 MB rollup, more than one upload takes
+        print(f"rollup not refreshed ({e}); recall does not read it", flush=True)
     close_all()
     return spec, manifest
 

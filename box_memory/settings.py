@@ -39,9 +39,10 @@ Tuning and test hooks (seconds unless named otherwise):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 HOME = "BOX_MEMORY_HOME"
@@ -239,9 +240,27 @@ def content_retries() -> tuple[int, float]:
     return attempts, backoff
 
 
+_long_by_design = 0  # commands running inside `no_deadline()` (nested: counted)
+
+
+@contextlib.contextmanager
+def no_deadline() -> Iterator[None]:
+    """Inside: `deadline_s()` is None - a command long by design (`fetch`, paced under Box's rate
+    limit) has no command deadline, as brain-sync has none."""
+    global _long_by_design
+    _long_by_design += 1
+    try:
+        yield
+    finally:
+        _long_by_design -= 1
+
+
 def deadline_s() -> float | None:
     """Seconds one command's Box calls may take in all (`BOX_MEMORY_DEADLINE_S`, default 180):
-    None when 0 (no deadline); a value that is not a number, negative or over a day is the default."""
+    None when 0 (no deadline) or inside `no_deadline()`; a value that is not a number, negative or
+    over a day is the default."""
+    if _long_by_design:
+        return None
     value = _float(DEADLINE_S, DEFAULT_DEADLINE_S)
     if value == 0:
         return None

@@ -25,6 +25,7 @@ COMMAND_MODULES: dict[str, str] = {
     "write": "memory_cmds",
     "get": "memory_cmds",
     "recall": "recall_cmd",
+    "fetch": "fetch_cmd",
     "companion": "companion_cmd",
     "index-rebuild": "index_cmds",
     "status": "status_cmd",
@@ -142,7 +143,7 @@ def build_app(modules: list[str]) -> typer.Typer:
         cls=CliGroup,
         help="Durable, auditable memory for AI agents, stored as markdown files in Box.\n\n"
         "A command's calls to Box end by BOX_MEMORY_DEADLINE_S seconds in all (default 180; 0 for "
-        "none); brain-sync, and serve as a whole, are exempt.",
+        "none); brain-sync, fetch, and serve as a whole, are exempt.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

@@ -33,8 +33,8 @@ def search_pending(s: Search, text: str, room: int) -> None:
     if online:
         s.warnings.append(
             f"{online} memories are online-only in Box Drive: their titles, slugs and tags were "
-            "searched, their text was not (open them in Box Drive, or make the folder available "
-            "offline, to search it)"
+            "searched, their text was not (`box-memory fetch` downloads them; or make the folder "
+            "available offline)"
         )
     if not remote:
         return
@@ -44,12 +44,14 @@ def search_pending(s: Search, text: str, room: int) -> None:
     if store is None or hits is None:
         s.warnings.append(
             f"the text of {remote} memories is not held on this machine and Box search is not "
-            "available: their titles, slugs and tags were searched, their text was not"
+            "available: their titles, slugs and tags were searched, their text was not "
+            "(`box-memory fetch` brings it here)"
         )
         return
     s.warnings.append(
         f"{LAG_NOTE}: the text of {remote} memories is not held on this machine, so it was "
-        "searched through Box search (their titles, slugs and tags locally)"
+        "searched through Box search (their titles, slugs and tags locally; `box-memory fetch` "
+        "brings the text here)"
     )
     rids = _pending_hits(s, hits, room)
     if not rids:

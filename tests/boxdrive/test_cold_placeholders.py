@@ -85,3 +85,14 @@ def test_a_placeholder_made_local_is_read_by_the_next_recall(cli: Cli, drive: di
     assert [h["id"] for h in env["data"]["hits"]] == [drive["ids"]["Search cluster"]]
     online = [w for w in env["warnings"] if "online-only in Box Drive" in w]
     assert len(online) == 1 and online[0].startswith("1 memories"), env["warnings"]
+
+
+def test_fetch_downloads_the_placeholders_and_recall_then_searches_their_text(
+    cli: Cli, drive: dict[str, Any]
+) -> None:
+    assert _recall(cli, drive, "gannet")["data"]["hits"] == []
+    env = cli.json("fetch", "-w", str(drive["root"]))
+    assert env["data"]["fetched"] == 2 and env["data"]["remaining"] == 0
+    assert env["data"]["pace"]["calls_per_minute"] is None  # Box Drive does the transfer
+    env = _recall(cli, drive, "gannet")
+    assert [h["id"] for h in env["data"]["hits"]] == [drive["ids"]["Payments ledger"]]

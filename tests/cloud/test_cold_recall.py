@@ -220,3 +220,47 @@ def test_another_machines_write_is_seen_by_the_next_recall(
     assert sum(calls.values()) <= 20, calls
     env, _ = _recall(big, emu, "marmoset")  # body only: held since the last recall read it
     assert _ids(env) == [wrote["id"]]
+
+
+def test_fetch_fills_the_text_paced_under_the_rate_limit_and_recall_then_searches_it_locally(
+    big: Backend, emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    _recall(big, emu, "Auth note 8")  # a cold build: indexes only, bodies pending
+    # Box's 1,000 calls a minute, in a 12 s window (200 calls) so that the test stays short.
+    emu.configure(rate_limit=True, calls_per_minute=200, rate_window_s=12)
+    emu.reset_calls()
+    env = big.run("fetch", "--limit", "150", "--calls-per-minute", "900")
+    d = env["data"]
+    assert d["fetched"] == 150 and d["failed"] == 0
+    assert 0 < d["remaining"] <= N - 150  # (the first recall read a few hits' bodies)
+    assert emu.counters.get("http_429", 0) == 0, emu.counters
+    assert d["pace"]["calls_per_minute"] == 900
+    assert 700 <= d["pace"]["achieved_per_minute"] <= 905, d["pace"]
+    gets = [c for c in emu.calls if c.name == "get_file_content"]
+    assert len(gets) == 150  # one call per body: the listing gave the sha1s
+    emu.configure(rate_limit=False)
+    env = big.run("fetch", "--calls-per-minute", "0")  # the rest, unpaced
+    assert env["data"]["remaining"] == 0
+    env, calls = _recall(big, emu, "zanzibarite")
+    assert _ids(env) == [mem_id(10_037)]
+    assert calls["search_files_keyword"] == 0 and calls["get_file_content"] == 0, calls
+    assert not [w for w in env["warnings"] if "Box search" in w], env["warnings"]
+    env = big.run("fetch")
+    assert env["data"]["fetched"] == 0 and env["data"]["remaining"] == 0
+
+
+def test_fetch_says_its_plan_first_and_has_no_command_deadline(
+    big: Backend, emu: Emulator, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    _recall(big, emu, "Auth note 8")
+    monkeypatch.setenv("BOX_MEMORY_DEADLINE_S", "1")  # the pace below takes about 3 s
+    res = cli("fetch", "--limit", "24", "--calls-per-minute", "480", "-w", big.spec)
+    assert res.exit_code == 0, res.output
+    assert (
+        "Fetching the text of 24 memories from Box (25 calls at 480 calls a minute: about 3 s)" in res.stderr
+    )
+    assert "Fetched the text of 24 memories" in res.stdout
+    env = big.run("recall", "Auth note 8")  # other commands keep theirs
+    assert env["exit_code"] == 0

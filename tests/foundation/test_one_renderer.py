@@ -26,6 +26,7 @@ ARGS: dict[str, list[str]] = {
     "write": ["We decided to walk every command.", "--title", "Second walk"],
     "get": ["[[Walk]]"],
     "recall": ["walk"],
+    "fetch": [],
     "companion": ["--stale"],
     "index-rebuild": ["--check"],
     "status": [],
