@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,7 @@ def cold_recall(
     shutil.rmtree(home / "cache", ignore_errors=True)  # a fresh machine: no cache of any kind
     emu.reset_calls()
     env = {**os.environ, "BOX_MEMORY_HOME": str(home)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -125,10 +127,13 @@ def cold_recall(
     except subprocess.TimeoutExpired:
         done, data = False, {}
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     names = Counter(c.name for c in emu.calls)
     hits = [h["title"] for h in (data.get("data") or {}).get("hits", [])]
     return {
         "wall": wall,
+        "cpu": cpu,
         "calls": sum(names.values()),
         "names": dict(names),
         "done": done,

@@ -25,9 +25,11 @@ SEARCH_HITS = 100  # Box search hits asked for (mapped to entries; at most `limi
 LAG_NOTE = "Box search may lag recent writes by minutes"
 
 
-def search_pending(s: Search, text: str, room: int) -> None:
+def search_pending(s: Search, text: str, room: int, *, search: bool = True) -> bool:
     """Before the ladder: fill the bodies Box search finds among the pending ones, at most `room`
-    of them (the places the direct routes left), and warn about what stays unsearched."""
+    of them (the places the direct routes left), and warn about what stays unsearched. `search`
+    False: Box is not asked (the query named a memory), only that is said. Returns whether any
+    body was added (the ladder is then run again)."""
     counts = s.cache.pending_counts()
     online, remote = counts.get(ONLINE_ONLY, 0), counts.get(NOT_FETCHED, 0)
     if online:
@@ -37,7 +39,14 @@ def search_pending(s: Search, text: str, room: int) -> None:
             "available offline)"
         )
     if not remote:
-        return
+        return False
+    if not search:
+        s.warnings.append(
+            f"the text of {remote} memories is not held on this machine: the memory the query "
+            "names was found by its index entry, the rest of the list is ranked on titles, slugs, "
+            "tags and the text held here (`box-memory fetch` brings all the text here)"
+        )
+        return False
     store = as_unlisted_reads(s.cache.ws.store)
     words = tokens_of(text)
     hits = store.search_text(words, SEARCH_HITS) if store is not None and words else None
@@ -47,7 +56,7 @@ def search_pending(s: Search, text: str, room: int) -> None:
             "available: their titles, slugs and tags were searched, their text was not "
             "(`box-memory fetch` brings it here)"
         )
-        return
+        return False
     s.warnings.append(
         f"{LAG_NOTE}: the text of {remote} memories is not held on this machine, so it was "
         "searched through Box search (their titles, slugs and tags locally; `box-memory fetch` "
@@ -55,9 +64,9 @@ def search_pending(s: Search, text: str, room: int) -> None:
     )
     rids = _pending_hits(s, hits, room)
     if not rids:
-        return
+        return False
     got = store.fetch_bodies({fid: sha for _rid, fid, sha in rids})
-    s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got})
+    return s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got}) > 0
 
 
 def _pending_hits(s: Search, hits: list[dict[str, Any]], room: int) -> list[tuple[int, str, str | None]]:

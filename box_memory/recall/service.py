@@ -257,9 +257,12 @@ def _run(
         if cache.pending_counts() and not _decided(more, room):
             from box_memory.recall.pending import search_pending
 
-            # Bodies not on this machine: Box search (at most the bodies the places left need).
-            search_pending(s, text, max(1, room))
-            more = s.free_text(text, skip)
+            # Bodies not on this machine: Box search (at most the bodies the places left need),
+            # unless the query names a memory (its title or slug): then the rest of the list is
+            # ranked on what the cache holds, and that is said.
+            named = any(h.score >= 8 for h in (*hits, *more))
+            if search_pending(s, text, max(1, room), search=not named):
+                more = s.free_text(text, skip)
         hits += more
     hits = hit_order(hits)[: req.limit]
 

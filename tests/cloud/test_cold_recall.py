@@ -154,10 +154,15 @@ def test_a_fresh_machine_answers_index_routes_with_a_few_calls(
                 assert m["kind"] == "fact" and "metrics" in m["tags"]
     # Not one call per memory file (main: N + 10): the index, found by search, and the hits' bodies.
     assert sum(calls.values()) <= 20, "\n".join(map(str, calls.trail))  # type: ignore[attr-defined]
-    searched = [w for w in env["warnings"] if "Box search" in w]
-    # An id, a wikilink, three exact tags and filters alone are answered by the index; a slug or
-    # a title is then followed by free text, whose pending bodies Box search looks in (said once).
-    assert len(searched) == (0 if shape in ("id", "wikilink", "tag", "filter") else 1), env["warnings"]
+    # Every shape is answered by the indexes, Box search not asked for text: an id, a wikilink,
+    # three exact tags and filters need nothing more; a slug or a title names its memory, and
+    # the rest of the list is ranked on what is held here, which is said once.
+    assert calls["search_files_keyword"] == 1, calls  # the one that found the indexes
+    assert not [w for w in env["warnings"] if "Box search" in w], env["warnings"]
+    named = [w for w in env["warnings"] if "the memory the query names" in w]
+    assert len(named) == (1 if shape in ("slug", "title") else 0), env["warnings"]
+    # No folder is listed but the workspace's root: the index search saw every index.
+    assert calls["list_folder_content_by_folder_id"] == 1, "\n".join(map(str, calls.trail))  # type: ignore[attr-defined]
 
 
 def test_a_word_only_in_bodies_is_found_through_box_search_with_one_lag_warning(
@@ -264,3 +269,17 @@ def test_fetch_says_its_plan_first_and_has_no_command_deadline(
     assert "Fetched the text of 24 memories" in res.stdout
     env = big.run("recall", "Auth note 8")  # other commands keep theirs
     assert env["exit_code"] == 0
+
+
+def test_an_index_outside_the_config_s_folders_makes_the_fresh_machine_look_for_it(
+    big: Backend, emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A companions/ folder with its own index in the team (the folder layout, made elsewhere):
+    # the config does not name it, so its team folder is listed to find it, as before.
+    index = json.loads(big.path("teams/default/files/_index.json").read_bytes())
+    big.put("teams/default/companions/_index.json", json.dumps({**index, "entries": []}).encode())
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    env, calls = _recall(big, emu, mem_id(10_200))
+    assert _ids(env) == [mem_id(10_200)]
+    listed = [args for name, args in calls.trail if name == "list_folder_content_by_folder_id"]  # type: ignore[attr-defined]
+    assert any(a.startswith(f"folder_id={big.name}/teams/default ") for a in listed), listed

@@ -49,6 +49,7 @@ class Folders(CloudState):
         self._coherent.clear()
         self._pins.clear()  # found before the drop: a writer (the lock) lists them afresh
         self._unlisted.clear()
+        self._no_other_index = False
         self._prefetched = False
         if self._client is not None and not getattr(self._client, "is_open", True):
             self._client = None

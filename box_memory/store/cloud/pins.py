@@ -98,17 +98,26 @@ class Pins(Reading):
         except BoxMemoryError:
             return {}  # every folder is listed, as before
         out: dict[str, dict[str, Any]] = {}
-        big = False
+        big, elsewhere = False, False
         for item in hits:
-            folder = folders.get(str((item.get("parent") or {}).get("id") or ""))
+            parent = str((item.get("parent") or {}).get("id") or "")
+            folder = folders.get(parent)
             if folder is not None and _is_index_of(item, folders_id(folders, folder)):
                 out[folder] = item
                 size = item.get("size")
                 big = big or (isinstance(size, int) and size >= PIN_MIN_BYTES)
+            elif parent != self.root_id and item.get("name") == INDEX_NAME:
+                elsewhere = True  # an index in a folder the config does not name (companions/)
+        if not big:
+            return {}  # a small workspace: every folder listed, as before
         # A big workspace on a fresh machine: every folder whose index was found is read through
         # it, the small ones too (a listing each saved; they are listed again from the next
-        # recall on, as only big folders' pins are remembered). A small workspace: all listed.
-        return out if big else {}
+        # recall on, as only big folders' pins are remembered). And when the search saw every
+        # index and none was outside those folders, no other folder has one: `exists` answers
+        # that without listing a team folder to look for its companions/ (search lag: an index
+        # made minutes ago is seen from the next recall on).
+        self._no_other_index = not elsewhere and len(hits) < SEARCH_PAGE
+        return out
 
     def fetch_bodies(self, wanted: dict[str, str | None]) -> dict[str, bytes]:
         """{file id: bytes} of the memory files `wanted` ({file id: sha1, or None when unknown}),

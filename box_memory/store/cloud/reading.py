@@ -21,6 +21,7 @@ from box_memory.errors import (
     ToolMissing,
     Unreadable,
 )
+from box_memory.format.model import INDEX_NAME
 from box_memory.format.safeio import check_size, kind_for
 from box_memory.store.base import Entry, clean_path
 from box_memory.store.cloud.folders import PREFETCH_CONCURRENCY, Folders
@@ -63,6 +64,11 @@ class Reading(Folders):
         return None if e is None else f"{e.size}:{e.modified}:{e.file_id}:{e.etag}:{e.sha1}"
 
     def exists(self, path: str) -> bool:
+        path = clean_path(path)
+        if self._no_other_index and path.endswith("/" + INDEX_NAME) and path not in self._pins:
+            parent = path.rpartition("/")[0]
+            if parent not in self._unlisted and parent not in self._logical_ids():
+                return False  # pins.py: the index search saw every index, and none here
         return self._item(path) is not None
 
     def stat(self, path: str) -> Entry | None:

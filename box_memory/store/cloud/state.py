@@ -101,6 +101,7 @@ class CloudState(Store):
         # (pins.py): the index's Box item by path, and each such folder's id by path.
         self._pins: dict[str, dict[str, Any]] = {}
         self._unlisted: dict[str, str] = {}
+        self._no_other_index = False  # pins.py: a complete search found no index elsewhere
         self.lock_name_used: str | None = None
         self.cache = ContentCache(cache_dir or user_dirs().cache / "box" / self.root_id)
         # Listings carried from an earlier command (on disk) or from before drop_listings, reused
