@@ -18,7 +18,9 @@ the 50 MB Box returns as text (`get_file_content`), which no reader of the plugi
 Then, for each query shape (id, [[wikilink]], slug, title, tag, kind/tag filter, a word found only
 in bodies), one `python -m box_memory recall ... --json` process with an EMPTY user cache (no
 recall cache, text cache, listings or tool catalogue): tool calls (`tools/call`), calls by tool,
-wall time. `--before` runs the same with another interpreter (a non-editable install of main):
+wall time, and the recall process's own CPU (the rest of the wall is the calls' latency and the
+emulator's work: serving the indexes, and a search that reads every file, where Box has an index).
+`--before` runs the same with another interpreter (a non-editable install of main):
 main's first recall reads every memory file, whatever the query, so it is run once per size (its
 cost does not depend on the shape) and stopped after `--before-timeout-s`.
 """
@@ -179,13 +181,14 @@ def main() -> None:
             emu.configure(latency_ms=0)
     print()
     print(
-        f"| memories | query | tree | tool calls | wall s (at {a.latency_ms:g} ms a call) | calls by tool |"
+        f"| memories | query | tree | tool calls | wall s (at {a.latency_ms:g} ms a call) "
+        "| recall's own CPU s | calls by tool |"
     )
-    print("|---:|---|---|---:|---:|---|")
+    print("|---:|---|---|---:|---:|---:|---|")
     for n, label, tree, r in rows:
         wall = f"{r['wall']:.1f}" + ("" if r["done"] else " (stopped)")
         by = ", ".join(f"{k} {v}" for k, v in sorted(r["names"].items()))
-        print(f"| {n:,} | {label} | {tree} | {r['calls']} | {wall} | {by} |")
+        print(f"| {n:,} | {label} | {tree} | {r['calls']} | {wall} | {r['cpu']:.1f} | {by} |")
 
 
 def _line(row: tuple[int, str, str, dict[str, Any]]) -> str:
