@@ -63,7 +63,7 @@ def run(emu: Any, python: str, home: Path, args: list[str], timeout: float) -> d
         "done": done,
         "calls": len(emu.calls),
         "admitted": admitted,
-        "http_429": c.get("http_429", 0),
+        "http_429": c.get("rate_limited", 0) + c.get("http_429", 0),
         "data": out.get("data") or {},
         "errors": out.get("errors") or [],
     }
