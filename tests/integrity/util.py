@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from box_memory.format.model import TMP_PREFIX
+
 ROOT = Path(__file__).resolve().parents[2]
 _counter = [0]
 
@@ -64,10 +66,12 @@ def entry_ids(root: Path, folder: str = "memories") -> list[str]:
 
 
 def all_json_parse(root: Path) -> list[Path]:
-    """Every .json file under root (outside _archive); raises if one does not parse."""
+    """Every .json file under root (outside _archive); raises if one does not parse. A writer's
+    temp file (`.bm-tmp-<hex>-_index.json`) is not a workspace file: a writer killed between
+    creating and filling it leaves it empty, no reader opens it, and the next writer sweeps it."""
     found = []
     for p in root.rglob("*.json"):
-        if "_archive" in p.parts:
+        if "_archive" in p.parts or p.name.startswith(TMP_PREFIX):
             continue
         json.loads(p.read_bytes())
         found.append(p)
