@@ -60,17 +60,22 @@ class CallPacer:
         self.granted = 0
         self.held_s = 0.0
 
-    def acquire(self) -> None:
+    def acquire(self, n: int = 1) -> None:
+        """Take the next `n` slots and sleep until the first of them. `n` > 1: a batch of calls
+        made at once (run concurrently), so the time the batch takes overlaps the wait for the
+        next batch's slots; on average the pace holds, and any 60 s window holds at most
+        rate + n calls."""
+        n = max(1, int(n))
         while True:
             with self._lock:
                 now = self.clock()
                 at = max(now, self._next, self._held_until)
-                self._next = at + self.interval
+                self._next = at + n * self.interval
             if at > now:
                 self.sleep(at - now)
             with self._lock:
                 if self.clock() >= self._held_until:  # no hold began while this worker slept
-                    self.granted += 1
+                    self.granted += n
                     return
 
     def hold(self, seconds: float) -> None:

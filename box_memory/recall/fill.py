@@ -8,7 +8,8 @@ recall searches all the text locally, with no Box search and no lag:
 - on Box: each folder holding pending bodies is listed once (its files' ids and sha1s, a call per
   page), then the files are fetched a few at a time, every call first taking a slot from one
   `CallPacer` (brain/pace.py: 95% of Box's published 1,000 calls a minute by default, so no
-  60-second window holds more than the budget). Text is kept only when it hashes to the listed
+  60-second window holds more than the budget; a chunk of CHUNK calls takes its slots at once, so
+  its calls' time overlaps the wait for the next chunk). Text is kept only when it hashes to the listed
   sha1. Newest memories first, so an interrupted run has filled the ones recall meets most;
 - on Box Drive: the placeholders are read, which makes Box Drive download them (that is what the
   command is asked for), unpaced: Box Drive does the transfer.
@@ -78,16 +79,14 @@ def _fill(ws: Workspace, cache: RecallCache, req: FillRequest, warnings: list[st
     done: dict[int, bytes] = {}
     with task("Fetching memory text", total=len(rows), unit="memories") as bar:
         for folder, n in listed.items():
-            for _ in range(math.ceil(max(1, n) / PAGE)):
-                if pacer is not None:
-                    pacer.acquire()
+            if pacer is not None:
+                pacer.acquire(math.ceil(max(1, n) / PAGE))
             ws.store.list_dir(folder)  # the files' ids and sha1s: fetched by id from here on
         for start in range(0, len(rows), CHUNK):
             chunk = rows[start : start + CHUNK]
             paths = [p for _r, p, kind in chunk if kind == NOT_FETCHED]
             if pacer is not None:
-                for _ in chunk:
-                    pacer.acquire()
+                pacer.acquire(len(chunk))  # the chunk's calls go at once: see CallPacer.acquire
             if len(paths) > 1:
                 ws.store.prefetch(paths)
             for rid, path, kind in chunk:

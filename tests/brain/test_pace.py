@@ -52,6 +52,21 @@ def test_the_pacer_never_exceeds_its_rate_on_a_deterministic_clock() -> None:
     assert pacer.estimate_s(240) == 120.0
 
 
+def test_a_batch_takes_its_slots_at_once_and_the_next_batch_waits_for_them() -> None:
+    clock = FakeClock()
+    pacer = CallPacer(120, clock=clock, sleep=clock.sleep)  # one slot every 0.5 s
+    starts, calls = [], []
+    for _ in range(100):
+        pacer.acquire(8)
+        starts.append(clock())
+        calls += [clock()] * 8  # the batch's calls go at once
+        clock.sleep(1.5)  # the batch's work: overlaps the wait for the next batch's slots
+    assert all(b - a >= 8 * 0.5 - 1e-9 for a, b in itertools.pairwise(starts))
+    assert starts[-1] - starts[0] <= 99 * 8 * 0.5 + 1e-9  # the work's time was not added
+    assert _most_in_window(calls, 60.0) <= 120 + 8
+    assert pacer.granted == 800
+
+
 def test_a_hold_stops_every_caller_until_it_ends() -> None:
     clock = FakeClock()
     pacer = CallPacer(600, clock=clock, sleep=clock.sleep)

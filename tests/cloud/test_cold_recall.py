@@ -241,7 +241,8 @@ def test_fetch_fills_the_text_paced_under_the_rate_limit_and_recall_then_searche
     assert 0 < d["remaining"] <= N - 150  # (the first recall read a few hits' bodies)
     assert emu.counters.get("rate_limited", 0) == 0, emu.counters  # no 429 from the budget
     assert d["pace"]["calls_per_minute"] == 900
-    assert 700 <= d["pace"]["achieved_per_minute"] <= 905, d["pace"]
+    # At most the pace, plus one chunk of 8 calls taken at once over this short a run.
+    assert 700 <= d["pace"]["achieved_per_minute"] <= 900 * (151 + 8) / 151, d["pace"]
     gets = [c for c in emu.calls if c.name == "get_file_content"]
     assert len(gets) == 150  # one call per body: the listing gave the sha1s
     # The rest unpaced, under the same budget: it meets the limit (the switch is on), waits out
