@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from box_memory.errors import BoxMemoryError, BoxToolError, ToolDisabled, ToolMissing
 
 __all__ = [
@@ -240,7 +242,11 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     if not stripped or stripped[0] not in "{[":
         return False, None
     try:
-        return True, json.loads(stripped)
+        return True, orjson.loads(stripped)  # a file's text inside: megabytes for a big index
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return True, json.loads(stripped)  # what orjson refuses (NaN, integers past 64 bits)
     except ValueError:
         return False, None
 

@@ -455,3 +455,17 @@ def test_a_plain_http_endpoint_loads_no_ca_certificates_but_still_verifies() -> 
     assert bare.cert_store_stats()["x509_ca"] == 0
     assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
     assert context("https://mcp.box.com/").cert_store_stats()["x509_ca"] > 0
+
+
+def test_answers_are_read_by_orjson_and_what_it_refuses_by_the_stdlib() -> None:
+    import math
+
+    import pytest
+
+    from box_memory.box.mcp_http import loads
+
+    assert loads(b'{"id": 12345678901234567890123, "x": [1, "a"]}')["id"] == 12345678901234567890123
+    assert math.isnan(loads('{"score": NaN}')["score"])
+    assert loads(b'{"a": "\\u00e9"}') == {"a": "\u00e9"}
+    with pytest.raises(ValueError):
+        loads(b"<html>not json</html>")
