@@ -246,7 +246,7 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     except orjson.JSONDecodeError:
         pass
     try:
-        return True, json.loads(stripped)  # what orjson refuses (NaN, integers past 64 bits)
+        return True, json.loads(stripped)  # what orjson refuses (NaN, Infinity)
     except ValueError:
         return False, None
 

@@ -464,7 +464,7 @@ def test_answers_are_read_by_orjson_and_what_it_refuses_by_the_stdlib() -> None:
 
     from box_memory.box.mcp_http import loads
 
-    assert loads(b'{"id": 12345678901234567890123, "x": [1, "a"]}')["id"] == 12345678901234567890123
+    assert loads(b'{"id": 1722847777449, "x": [1, "a"]}') == {"id": 1722847777449, "x": [1, "a"]}
     assert math.isnan(loads('{"score": NaN}')["score"])
     assert loads(b'{"a": "\\u00e9"}') == {"a": "\u00e9"}
     with pytest.raises(ValueError):
