@@ -16,7 +16,7 @@ from box_memory import settings
 from box_memory.errors import InvalidFile, NotFound, Unreadable
 from box_memory.format import frontmatter
 from box_memory.format.model import INDEX_MAPS, LIVE, Memory, index_entry, now_iso, parse_time
-from box_memory.format.safeio import OutsideWorkspace, ReadFailed, UnreadableFile
+from box_memory.format.safeio import OutsideWorkspace, ReadFailed, UnreadableFile, read_regular
 from box_memory.store.base import Entry, join
 from box_memory.workspace.resolve import INDEX_NAME, Workspace
 
@@ -318,8 +318,8 @@ def _checked_file(ws: Workspace) -> Any:
 
 def _checked_before(ws: Workspace) -> dict[str, Any]:
     try:
-        data = orjson.loads(_checked_file(ws).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_regular(_checked_file(ws), "config", follow=False))
+    except (OSError, InvalidFile, orjson.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
 

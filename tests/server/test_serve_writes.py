@@ -49,9 +49,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = index_mod.parse_index
 
-    def spy(raw: bytes, where: str) -> dict[str, Any]:
+    def spy(raw: bytes, where: str, *, checked: bool = False) -> dict[str, Any]:
         seen.append(where)
-        return real(raw, where)
+        return real(raw, where, checked=checked)
 
     monkeypatch.setattr(index_mod, "parse_index", spy)
     return seen
