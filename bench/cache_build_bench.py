@@ -49,19 +49,55 @@ def breakdown(db_path: Path, top: int = 6) -> str:
     return ", ".join(f"{name} {size / 1e6:.1f}" for name, size in rows[:top])
 
 
+# The reference: the bodies into a bare FTS5 table, nothing else (no index, no metadata, no checks).
+BARE_FTS5 = r"""
+import os, sqlite3, sys
+ws, db_path = sys.argv[1], sys.argv[2]
+db = sqlite3.connect(db_path, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=NORMAL")
+db.execute("CREATE VIRTUAL TABLE fts USING fts5(body, content='', "
+           "tokenize='porter unicode61 remove_diacritics 2')")
+db.execute("BEGIN")
+rows = []
+for top in ("memories", "teams"):
+    for folder, _dirs, files in os.walk(os.path.join(ws, top)):
+        for name in files:
+            if name.endswith(".md") and not name.startswith("_"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+                end = text.find("\n---", 3) if text.startswith("---") else -1
+                rows.append((len(rows) + 1, text[end + 5 :] if end >= 0 else text))
+db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows)
+db.execute("COMMIT")
+db.close()
+"""
+
+
+def bare_fts5(py: str, ws: Path, scratch: Path) -> tuple[float, float]:
+    """(wall ms, cpu ms) of the reference build of `ws`'s bodies into a fresh database."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    db = scratch / "bare.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return _run([py, "-c", BARE_FTS5, str(ws), str(db)], _env(scratch / "home"), ws)
+
+
 def main() -> None:
     args, pythons = sized_build_args(__doc__, runs=3)
     rows = [
         "| memories | build | cold build wall p50 s | cpu p50 s | memories/s (wall) | cache MB "
-        "| memory files MB | cache / files | largest parts, MB |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "| memory files MB | cache / files | wall / cpu over bare FTS5 | largest parts, MB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for n in (int(s) for s in args.sizes.split(",")):
         ws, _ = corpus(n, args.out)
         files = memory_bytes(ws)
         got: dict[str, list[tuple[float, float]]] = {name: [] for name in pythons}
+        bare: list[tuple[float, float]] = []
         size: dict[str, tuple[int, str]] = {}
         for _ in range(args.runs):
+            bare.append(bare_fts5(next(iter(pythons.values())), ws, args.out / f"bare-{n}"))
             for name, py in pythons.items():
                 home = args.out / f"home-build-{n}" / name
                 shutil.rmtree(home, ignore_errors=True)
@@ -71,13 +107,20 @@ def main() -> None:
                 if len(caches) != 1:
                     raise SystemExit(f"{name}: expected one recall cache under {home}, found {caches}")
                 size[name] = (caches[0].stat().st_size, breakdown(caches[0]))
+        ref_wall = statistics.median(w for w, _ in bare) / 1000
+        ref_cpu = statistics.median(c for _, c in bare) / 1000
+        rows.append(
+            f"| {n:,} | bare FTS5 | {ref_wall:.2f} | {ref_cpu:.2f} | {n / ref_wall:,.0f} "
+            "| | | | 1.00x / 1.00x | |"
+        )
         for name in pythons:
             wall = statistics.median(w for w, _ in got[name]) / 1000
             cpu = statistics.median(c for _, c in got[name]) / 1000
             cache, parts = size[name]
             rows.append(
                 f"| {n:,} | {name} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {cache / 1e6:.1f} "
-                f"| {files / 1e6:.1f} | {cache / files:.2f}x | {parts} |"
+                f"| {files / 1e6:.1f} | {cache / files:.2f}x | {wall / ref_wall:.2f}x / {cpu / ref_cpu:.2f}x "
+                f"| {parts} |"
             )
     print(f"Load average at the end: {os.getloadavg()[0]:.2f}.")
     print("\n".join(rows))
