@@ -93,6 +93,16 @@ CREATE INDEX postings_rid ON postings(rid);
 CREATE TABLE vocab(word TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
+# A cold build into an empty cache (at least BULK_MIN memories) makes the secondary indexes once at
+# the end instead of keeping them up to date row by row, and gathers the postings and tags (whose
+# primary keys order them by word and tag, not by rid) in temporary tables first, so each goes
+# into its B-tree in one sorted pass: `bulk`.
+BULK_MIN = 1000
+_INDEXES = [
+    s.strip() for s in _SCHEMA.split(";") if s.strip().startswith(("CREATE INDEX", "CREATE UNIQUE INDEX"))
+]
+_INDEX_NAMES = [s.split(" ON ", 1)[0].split()[-1] for s in _INDEXES]
+
 ENTRY_FIELDS = [
     "rid", "id", "folder", "path", "title", "slug", "kind", "status", "team", "tags", "updated_at",
     "updated_ts", "expires_ts", "superseded_by", "hidden", "file_id"
@@ -174,6 +184,7 @@ class Refresh:
         self.reread_files = 0
         self.removed = 0
         self.rebuilt = False
+        self.bulk = False  # filled in one pass with the indexes made at the end (`begin_bulk`)
         self.compacted = False  # rebuilt from the files to drop the index's dead rows
         self.memory_only = memory_only
         self.kept_open = False  # a long-lived process reused its open cache
@@ -185,6 +196,7 @@ class Refresh:
     def as_dict(self) -> dict[str, Any]:
         return {
             "rebuilt": self.rebuilt,
+            "bulk": self.bulk,
             "compacted": self.compacted,
             "memory_only": self.memory_only,
             "kept_open": self.kept_open,
@@ -313,9 +325,43 @@ class CacheDB:
         """Start a write transaction's rid bookkeeping: `_taken` holds the last rid given per
         bucket in it (key -1: the highest); a cache empty at the start needs no lookups."""
         self._taken: dict[int, int] = {}
+        self._bulk: set[str] | None = None  # the vocabulary of a bulk build (`begin_bulk`)
         self._fresh = (
             self.conn.execute("SELECT 1 FROM entries UNION ALL SELECT 1 FROM dead LIMIT 1").fetchone() is None
         )
+
+    def begin_bulk(self, count: int) -> bool:
+        """Start a bulk build (see BULK_MIN) when this transaction fills an empty cache with
+        `count` memories: drop the secondary indexes, gather postings and tags aside."""
+        if not self._fresh or count < BULK_MIN:
+            return False
+        db = self.conn
+        for name in _INDEX_NAMES:
+            db.execute(f"DROP INDEX IF EXISTS {name}")
+        # Per memory: its words with their fields, and its folded tags, as JSON (one row, not one
+        # per word: binding rows from Python is the slow part).
+        db.execute("CREATE TEMP TABLE bulk_words(rid INTEGER PRIMARY KEY, words TEXT, tags TEXT)")
+        self._bulk = set()
+        self.stats.bulk = True
+        return True
+
+    def end_bulk(self) -> None:
+        """Put the gathered postings, tags and vocabulary in, sorted, and make the indexes again."""
+        db, vocab = self.conn, self._bulk
+        assert vocab is not None
+        db.execute(
+            "INSERT INTO postings SELECT w.key, b.rid, w.value, e.updated_ts, e.hidden, e.expires_ts "
+            "FROM temp.bulk_words b JOIN entries e ON e.rid = b.rid, json_each(b.words) w ORDER BY 1, 2"
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO tags SELECT t.value, b.rid FROM temp.bulk_words b, json_each(b.tags) t "
+            "ORDER BY 1, 2"
+        )
+        db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in sorted(vocab)))
+        db.execute("DROP TABLE temp.bulk_words")
+        for statement in _INDEXES:
+            db.execute(statement)
+        self._bulk = None
 
     def _new_rid(self, uts: float | None) -> int:
         """The next free rid in `uts`'s bucket, or past every rid above it when the bucket is full."""
@@ -349,6 +395,8 @@ class CacheDB:
         table, a batch at a time."""
         entries, srcs, bodies, postings, tag_rows = [], [], [], [], []
         vocab: set[str] = set()
+        staged: list[tuple[int, str, str]] = []  # a bulk build's words and tags per rid
+        bulk = self._bulk
         root = self.ws.store.local_root
         for folder, team, (indexed, mid, path, sig, file_sig) in items:
             e = indexed
@@ -438,8 +486,12 @@ class CacheDB:
             for weight, text in zip((2, 3, 4), (folds[2], folds[1], folds[0]), strict=True):
                 field.update(dict.fromkeys(WORD_RE.findall(text), weight))
             vocab.update(field)
+            tag_cf = folds[2].split("\n") if tags else []
+            if bulk is not None:  # their rows are made in SQL at the end (`end_bulk`)
+                staged.append((rid, orjson.dumps(field).decode(), orjson.dumps(tag_cf).decode()))
+                continue
             postings += [(w, rid, f, uts, hidden, exp_ts) for w, f in field.items()]
-            tag_rows += [(folded(t), rid) for t in tags]
+            tag_rows += [(t, rid) for t in tag_cf]
         # Rows go in in key order: rids are times, not file order, and FTS5 flushes its pending
         # terms to a new segment whenever a rowid is not above the last one (once per batch now).
         for rows in (entries, srcs, bodies):
@@ -454,6 +506,10 @@ class CacheDB:
         )
         db.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?, ?, ?, ?)", srcs)
         db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", bodies)
+        if bulk is not None:
+            db.executemany("INSERT INTO temp.bulk_words VALUES (?, ?, ?)", staged)
+            bulk |= vocab
+            return
         db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
         db.executemany("INSERT OR IGNORE INTO vocab VALUES (?)", ((w,) for w in vocab))
         db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", tag_rows)

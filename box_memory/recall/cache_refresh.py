@@ -252,10 +252,13 @@ class RecallCache(FileChecks):
         if not items:
             return
         self._plan_bodies(items)
+        bulk = self.begin_bulk(len(items))
         with task("Recall cache: reading memory files", total=len(items), unit="memories") as bar:
             for start in range(0, len(items), BATCH):
                 self._insert(items[start : start + BATCH])
                 bar.advance(len(items[start : start + BATCH]))
+        if bulk:
+            self.end_bulk()
 
     def _plan_bodies(self, items: list[tuple[str, str, Todo]]) -> None:
         """On Box: fetch the bodies to read when they are few (EAGER_READS), concurrently - by
