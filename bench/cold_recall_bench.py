@@ -2,6 +2,7 @@
 
 Usage: python bench/cold_recall_bench.py [--sizes 10000,100000] [--latency-ms 50]
            [--before /tmp/coldbox-old/bin/python] [--before-timeout-s 200] [--out /tmp/coldbox-bench]
+           [--profile DIR]
 
 A Box MCP emulator (real MCP over HTTP on 127.0.0.1) serves a folder; each tool call waits
 `--latency-ms` first. A workspace is made with `init` through the emulator, then seeded directly
@@ -43,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TOKEN = "bench-token"  # the emulator's fixture token
+RECALL = ["-m", "box_memory", "recall", "--json"]
 
 
 def seed(emu: Any, box: Path, n: int, scratch: Path) -> tuple[str, dict[str, Any]]:
@@ -107,7 +109,7 @@ def _tag(manifest: dict[str, Any]) -> str:
 
 
 def cold_recall(
-    emu: Any, python: str, spec: str, home: Path, args: list[str], timeout: float
+    emu: Any, python: str, spec: str, home: Path, args: list[str], timeout: float, profile: str = ""
 ) -> dict[str, Any]:
     shutil.rmtree(home / "cache", ignore_errors=True)  # a fresh machine: no cache of any kind
     emu.reset_calls()
@@ -116,7 +118,7 @@ def cold_recall(
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            [python, "-m", "box_memory", "recall", *args, "-w", spec, "--json"],
+            [python, *(["-m", "cProfile", "-o", profile] if profile else []), *RECALL, *args, "-w", spec],
             env=env,
             capture_output=True,
             text=True,
@@ -151,6 +153,7 @@ def main() -> None:
     ap.add_argument("--before", default="", help="the interpreter of a non-editable install of main")
     ap.add_argument("--before-timeout-s", type=float, default=200)
     ap.add_argument("--out", type=Path, default=Path("/tmp/coldbox-bench"))
+    ap.add_argument("--profile", type=Path, help="write a cProfile of each recall (after) into this folder")
     a = ap.parse_args()
     if a.out.exists():
         shutil.rmtree(a.out)
@@ -175,7 +178,11 @@ def main() -> None:
                 rows.append((n, "any (main reads every file)", "before", r))
                 print(_line(rows[-1]), flush=True)
             for label, args in queries(manifest):
-                r = cold_recall(emu, sys.executable, spec, home, args, 600)
+                prof = ""
+                if a.profile:
+                    a.profile.mkdir(parents=True, exist_ok=True)
+                    prof = str(a.profile / f"{n}-{''.join(c for c in label if c.isalnum())}.prof")
+                r = cold_recall(emu, sys.executable, spec, home, args, 600, prof)
                 rows.append((n, label, "after", r))
                 print(_line(rows[-1]), flush=True)
             emu.configure(latency_ms=0)

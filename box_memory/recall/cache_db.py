@@ -23,6 +23,7 @@ import orjson
 from box_memory.errors import BoxMemoryError, ContentUnverified, InvalidFile, NotFound, Unreadable
 from box_memory.format.model import HIDDEN_STATUSES, parse_time
 from box_memory.format.safeio import OutsideWorkspace, ReadFailed, make_private, not_local_stat
+from box_memory.store.base import as_batch_reads
 from box_memory.workspace.resolve import Workspace
 
 if TYPE_CHECKING:
@@ -398,14 +399,20 @@ class CacheDB:
         staged: list[tuple[int, str, str]] = []  # a bulk build's words and tags per rid
         bulk = self._bulk
         root = self.ws.store.local_root
+        # Many files (a cold build): read together where that is plain (`LocalStore.read_files`);
+        # the rest, and a few files, one by one below.
+        many = as_batch_reads(self.ws.store) if len(items) > 1 else None
+        batch = many.read_files([i[2][2] for i in items]) if many is not None else {}
         for folder, team, (indexed, mid, path, sig, file_sig) in items:
             e = indexed
             unread = len(self._unread)
             stat_sig = None
             pending = HELD
+            raw: bytes | None = None
+            done = batch.get(path)
             if root is not None:  # taken before the read: a change after it shows next time
                 with contextlib.suppress(OSError):
-                    st = os.stat(os.path.join(root, path))  # noqa: PTH116, PTH118
+                    st = done[0] if done is not None else os.stat(os.path.join(root, path))  # noqa: PTH116, PTH118
                     stat_sig = recorded_stat(st)
                     if stat_sig.startswith("?"):
                         self._racy.add(folder)
@@ -413,8 +420,9 @@ class CacheDB:
                         pending = ONLINE_ONLY  # a Box Drive placeholder: never downloaded for recall
             elif path in self._defer:
                 pending = NOT_FETCHED
-            raw: bytes | None = None
-            if not pending:
+            if done is not None and not pending:
+                raw = done[1]
+            elif not pending:
                 try:
                     got = self._fetched.get(path)
                     raw = got if got is not None else self._read_raw(path, folder)

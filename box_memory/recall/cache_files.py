@@ -76,9 +76,11 @@ class FileChecks(CacheDB):
             if watch is not None:
                 watch.watch(path)  # before the stats: a change after them is an event next time
             self.stats.stat_folders += 1
-            got = folder_stats(path)
+            # Never compared (just read): the stats by name at once, not a digest first.
+            got = folder_stats(path, keep=row[3] is None)
             if got is not None and got[0] != row[3]:
-                got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
+                if row[3] is not None:
+                    got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
                 if got is not None:
                     stale.append((f, *got, False))
         if not stale:

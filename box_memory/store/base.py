@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 from box_memory.errors import BoxMemoryError, InvalidInput
 
 if TYPE_CHECKING:
+    import os
+
     from box_memory.format.model import WorkspaceConfig
 
 
@@ -163,6 +165,18 @@ class UnlistedReads(Protocol):
     def fetch_bodies(self, wanted: dict[str, str | None]) -> dict[str, bytes]: ...
     def cached_text(self, file_id: str, sha1: str | None) -> bytes | None: ...
     def search_text(self, words: list[str], limit: int) -> list[dict[str, Any]] | None: ...
+
+
+@runtime_checkable
+class BatchReads(Protocol):
+    """A local folder: many memory files read at once, the plain case only (`LocalStore.read_files`)."""
+
+    def read_files(self, paths: list[str]) -> dict[str, tuple[os.stat_result, bytes | None]]: ...
+
+
+def as_batch_reads(store: Store) -> BatchReads | None:
+    """The store as a reader of many local files at once (a local folder), else None."""
+    return store if isinstance(store, BatchReads) else None
 
 
 def as_unlisted_reads(store: Store) -> UnlistedReads | None:

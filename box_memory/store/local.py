@@ -41,6 +41,7 @@ from box_memory.format.safeio import (
     kind_for,
     not_downloaded,
     open_regular,
+    read_names,
     read_regular,
 )
 from box_memory.store.base import AlreadyExists, Entry, clean_path
@@ -304,6 +305,27 @@ class LocalStore:
             if not os.access(self._p(path), os.R_OK):
                 raise Unreadable(f"{path} is not readable (permission denied)") from None
             raise
+
+    def read_files(self, paths: list[str]) -> dict[str, tuple[os.stat_result, bytes | None]]:
+        """Memory files read many at a time (a cold recall-cache build): per path its stat taken
+        before the read and its bytes, None for a Box Drive placeholder (not read). A path left
+        out is to be read one by one (`read_bytes`), which raises what is wrong with it: only the
+        plain case is answered here (`safeio.read_names`), inside folders that lead nowhere out of
+        the workspace."""
+        by_folder: dict[str, dict[str, str]] = {}
+        for path in paths:
+            folder, _, name = clean_path(path).rpartition("/")
+            by_folder.setdefault(folder, {})[name] = path
+        out: dict[str, tuple[os.stat_result, bytes | None]] = {}
+        for folder, named in by_folder.items():
+            try:
+                self._contain(folder)
+            except OutsideWorkspace:
+                continue
+            disk = str(self.root / folder) if folder else str(self.root)
+            for name, got in read_names(disk, list(named), "memory").items():
+                out[named[name]] = got
+        return out
 
     def read_if_local(self, path: str) -> bytes | None:
         """A Box Drive placeholder (content not downloaded) is not read, and a read that does not

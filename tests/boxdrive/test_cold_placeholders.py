@@ -52,6 +52,14 @@ def drive(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> dict[str
         return real(self, path)
 
     monkeypatch.setattr(LocalStore, "read_bytes", recording)
+    real_many = LocalStore.read_files
+
+    def recording_many(self: LocalStore, paths: list[str]) -> dict[str, Any]:
+        got = real_many(self, paths)
+        reads.extend(p for p, (_st, raw) in got.items() if raw is not None)
+        return got
+
+    monkeypatch.setattr(LocalStore, "read_files", recording_many)
     made["reads"], made["online"] = reads, online
     return made
 

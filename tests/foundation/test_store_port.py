@@ -205,7 +205,14 @@ def test_nothing_outside_store_reads_a_store_member_the_port_does_not_declare() 
     from box_memory.store import base
 
     declared = set(base.Store.__annotations__)
-    for proto in (base.Store, base.MetadataSearch, base.BoxTools, base.TierDetection, base.UnlistedReads):
+    for proto in (
+        base.Store,
+        base.MetadataSearch,
+        base.BoxTools,
+        base.TierDetection,
+        base.UnlistedReads,
+        base.BatchReads,
+    ):
         declared |= {n for n in dir(proto) if not n.startswith("__")}
     bad = []
     for rel, tree in _sources():
