@@ -99,6 +99,7 @@ CREATE TABLE vocab(word TEXT PRIMARY KEY) WITHOUT ROWID;
 # primary keys order them by word and tag, not by rid) in temporary tables first, so each goes
 # into its B-tree in one sorted pass: `bulk`.
 BULK_MIN = 1000
+BULK_CACHE_KIB = -65536  # the page cache of a bulk build (negative: KiB, as PRAGMA cache_size takes)
 _INDEXES = [
     s.strip() for s in _SCHEMA.split(";") if s.strip().startswith(("CREATE INDEX", "CREATE UNIQUE INDEX"))
 ]
@@ -342,6 +343,10 @@ class CacheDB:
         # Per memory: its words with their fields, and its folded tags, as JSON (one row, not one
         # per word: binding rows from Python is the slow part).
         db.execute("CREATE TEMP TABLE bulk_words(rid INTEGER PRIMARY KEY, words TEXT, tags TEXT)")
+        # The sorts of `end_bulk` and the index builds spill to temporary files past the page
+        # cache (2 MiB by default): 64 MiB for this transaction, given back at its end.
+        self._cache_size = int(db.execute("PRAGMA cache_size").fetchone()[0])
+        db.execute(f"PRAGMA cache_size = {BULK_CACHE_KIB}")
         self._bulk = set()
         self.stats.bulk = True
         return True
@@ -362,6 +367,7 @@ class CacheDB:
         db.execute("DROP TABLE temp.bulk_words")
         for statement in _INDEXES:
             db.execute(statement)
+        db.execute(f"PRAGMA cache_size = {int(self._cache_size)}")
         self._bulk = None
 
     def _new_rid(self, uts: float | None) -> int:

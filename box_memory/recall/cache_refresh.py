@@ -20,9 +20,12 @@ folders whose index is small, and any folder once a write or `index-rebuild` lis
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -43,6 +46,20 @@ EAGER_READS = 64  # Box bodies one refresh fetches (a warm call's few new memori
 PIN_MIN_ENTRIES = 300  # a Box folder with more entries is read through its pinned index next time
 
 
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """No cyclic garbage collection while a refresh builds rows: it makes no cycles, and a cold
+    build holds every parsed index entry (millions of objects at 100,000 memories), which each
+    full collection would walk again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class RecallCache(FileChecks):
     """One open cache database for one workspace, brought up to date by `refresh`."""
 
@@ -59,31 +76,8 @@ class RecallCache(FileChecks):
             set(rows) - set(folders)
         )
         if changed or self._needs_compaction():
-            db = self.conn
-            db.execute("BEGIN IMMEDIATE")
-            self._begin_rids()
-            try:
-                if self._needs_compaction():  # checked again under the write lock
-                    self._compact()
-                rows = self._folder_rows()  # another process may have refreshed meanwhile
-                plans = [
-                    plan
-                    for f in folders
-                    if rows.get(f, (None, None, None))[:2] != sigs[f]
-                    and (plan := self._plan_folder(f, sigs[f])) is not None
-                ]
-                self._insert_planned(plans)
-                for plan in plans:
-                    self._finish_folder(plan)
-                self._remember_pins(plans)
-                self._outside = set()
-                for f in set(rows) - set(folders):
-                    self._drop_folder(f)
-                self._count_entries()
-                db.execute("COMMIT")
-            except BaseException:
-                rollback(db)
-                raise
+            with _no_cycle_collection():
+                self._update(folders, sigs)
             rows = self._folder_rows()
         if self._check_files(folders, rows):
             rows = self._folder_rows()
@@ -108,6 +102,35 @@ class RecallCache(FileChecks):
         if denied:
             warnings.append(unreadable_warning(denied))
         return warnings
+
+    def _update(self, folders: list[str], sigs: dict[str, tuple[str | None, str | None]]) -> None:
+        """Re-read the folders whose signatures changed (all of them into an empty cache), in one
+        write transaction."""
+        db = self.conn
+        db.execute("BEGIN IMMEDIATE")
+        self._begin_rids()
+        try:
+            if self._needs_compaction():  # checked again under the write lock
+                self._compact()
+            rows = self._folder_rows()  # another process may have refreshed meanwhile
+            plans = [
+                plan
+                for f in folders
+                if rows.get(f, (None, None, None))[:2] != sigs[f]
+                and (plan := self._plan_folder(f, sigs[f])) is not None
+            ]
+            self._insert_planned(plans)
+            for plan in plans:
+                self._finish_folder(plan)
+            self._remember_pins(plans)
+            self._outside = set()
+            for f in set(rows) - set(folders):
+                self._drop_folder(f)
+            self._count_entries()
+            db.execute("COMMIT")
+        except BaseException:
+            rollback(db)
+            raise
 
     def _pin_indexes(self) -> None:
         """On Box: find the big folders' indexes by file id before anything lists a folder (the
