@@ -155,6 +155,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/coldbox-bench"))
     ap.add_argument("--profile", type=Path, help="write a cProfile of each recall (after) into this folder")
     a = ap.parse_args()
+    if a.profile:
+        a.profile.mkdir(parents=True, exist_ok=True)
     if a.out.exists():
         shutil.rmtree(a.out)
     home = a.out / "home"
@@ -178,10 +180,11 @@ def main() -> None:
                 rows.append((n, "any (main reads every file)", "before", r))
                 print(_line(rows[-1]), flush=True)
             for label, args in queries(manifest):
-                prof = ""
-                if a.profile:
-                    a.profile.mkdir(parents=True, exist_ok=True)
-                    prof = str(a.profile / f"{n}-{''.join(c for c in label if c.isalnum())}.prof")
+                prof = (
+                    str(a.profile / f"{n}-{''.join(c for c in label if c.isalnum())}.prof")
+                    if a.profile
+                    else ""
+                )
                 r = cold_recall(emu, sys.executable, spec, home, args, 600, prof)
                 rows.append((n, label, "after", r))
                 print(_line(rows[-1]), flush=True)

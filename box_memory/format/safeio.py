@@ -385,7 +385,7 @@ def read_names(folder: str, names: list[str], kind: str) -> dict[str, tuple[os.s
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
                 if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
                     continue
-                if _NOT_LOCAL_FLAGS and _not_local(st):
+                if not_local_stat(st):
                     out[name] = (st, None)
                     continue
                 fd = os.open(name, flags, dir_fd=dfd)

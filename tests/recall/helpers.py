@@ -10,6 +10,8 @@ from typing import Any
 
 from box_memory.format import frontmatter
 from box_memory.maintenance.regenerate import rebuild
+from box_memory.paths import user_dirs
+from box_memory.recall.cache_db import remove_db
 from box_memory.workspace.resolve import open_workspace
 from tests.helpers.corpus import mem_id
 
@@ -70,3 +72,15 @@ def set_setting(root: Path, key: str, value: Any) -> None:
 
 def ids(env: dict[str, Any]) -> list[str]:
     return [h["id"] for h in env["data"]["hits"]]
+
+
+def cache_files() -> list[Path]:
+    """The recall caches of this test's user (one per workspace recalled)."""
+    d = user_dirs().recall_cache_dir
+    return sorted(d.glob("*.sqlite3")) if d.exists() else []
+
+
+def drop_caches() -> None:
+    """Delete every recall cache of this test's user, its WAL files too: the next recall is cold."""
+    for f in cache_files():
+        remove_db(str(f))

@@ -18,7 +18,7 @@ from box_memory.format.safeio import LIMITS, read_names
 from box_memory.recall import cache_db
 from box_memory.store.local import LocalStore
 from tests.conftest import Cli
-from tests.recall.helpers import put, reindex
+from tests.recall.helpers import drop_caches, put, reindex
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
 
@@ -47,16 +47,9 @@ def root(tmp_path: Path, cli: Cli) -> Path:
 
 
 def _cold(cli: Cli, root: Path) -> tuple[list[Any], list[str]]:
-    for f in Path(cache_db.cache_path(_ws(root))).parent.glob("*.sqlite3*"):
-        f.unlink()
+    drop_caches()
     env = cli.json("recall", "kafka", "-w", str(root), "--limit", "50")
     return sorted((h["id"], h["title"]) for h in env["data"]["hits"]), sorted(env["warnings"])
-
-
-def _ws(root: Path) -> Any:
-    from box_memory.workspace.resolve import open_workspace
-
-    return open_workspace(str(root))
 
 
 def test_hostile_files_give_what_one_by_one_reads_give(

@@ -15,7 +15,7 @@ from box_memory.recall import cache_db
 from box_memory.recall.cache_refresh import RecallCache
 from box_memory.workspace.resolve import open_workspace
 from tests.conftest import Cli
-from tests.recall.helpers import put, reindex
+from tests.recall.helpers import drop_caches, put, reindex
 
 TABLES = {
     "entries": "SELECT * FROM entries ORDER BY rid",
@@ -91,8 +91,7 @@ def test_a_cold_recall_answers_the_same_from_a_bulk_build(
     monkeypatch.setattr(cache_db, "BULK_MIN", 10**9)
     first = cli.json("recall", "kafka", "-w", str(root), "--verbose")["data"]["cache"]
     before = answers()
-    for f in Path(cache_db.cache_path(open_workspace(str(root)))).parent.glob("*.sqlite3*"):
-        f.unlink()
+    drop_caches()
     monkeypatch.setattr(cache_db, "BULK_MIN", 1)
     cold = cli.json("recall", "kafka", "-w", str(root), "--verbose")["data"]["cache"]
     assert (first["rebuilt"], first["bulk"], cold["rebuilt"], cold["bulk"]) == (True, False, True, True)

@@ -13,16 +13,11 @@ from pathlib import Path
 import pytest
 
 from box_memory.paths import user_dirs
-from tests.recall.helpers import ids, mem_id, put, reindex
+from tests.recall.helpers import cache_files, ids, mem_id, put, reindex
 
 
 def _write(cli, root: Path, content: str, title: str, *extra: str) -> str:
     return cli.json("write", content, "--title", title, *extra, "-w", str(root))["data"]["id"]
-
-
-def _cache_files() -> list[Path]:
-    d = user_dirs().recall_cache_dir
-    return sorted(d.glob("*.sqlite3")) if d.exists() else []
 
 
 @pytest.fixture
@@ -37,7 +32,7 @@ def test_cache_is_one_database_per_workspace_under_the_cache_dir(filled: Path, t
     other = tmp_path / "other"
     cli.json("init", "--path", str(other))
     cli.json("recall", "gateway", "-w", str(other))
-    files = _cache_files()
+    files = cache_files()
     assert len(files) == 2
     assert all(f.parent == user_dirs().recall_cache_dir for f in files)
     assert oct(files[0].stat().st_mode & 0o777) == "0o600"
@@ -45,7 +40,7 @@ def test_cache_is_one_database_per_workspace_under_the_cache_dir(filled: Path, t
 
 def test_deleted_cache_between_calls(filled: Path, cli) -> None:
     first = cli.json("recall", "jitter", "-w", str(filled))
-    for f in _cache_files():
+    for f in cache_files():
         f.unlink()
     second = cli.json("recall", "jitter", "-w", str(filled))
     assert ids(first) == ids(second) and len(ids(first)) == 1
@@ -58,7 +53,7 @@ def test_deleted_cache_between_calls(filled: Path, cli) -> None:
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign"])
 def test_corrupt_or_foreign_cache_is_rebuilt(filled: Path, cli, damage: str) -> None:
     good = cli.json("recall", "billing", "-w", str(filled))
-    (db,) = _cache_files()
+    (db,) = cache_files()
     if damage == "garbage":
         db.write_bytes(b"this is not a database at all" * 100)
     elif damage == "truncated":
@@ -134,7 +129,7 @@ def test_a_write_updates_the_cache_as_a_rebuild_would(tmp_path: Path, cli) -> No
         assert cache["reread_folders"] == 0 and cache["reread_files"] == 0 and not cache["rebuilt"], q
     updated = _answers(cli, root, queries)
     assert [h["id"] for h in updated[0]["hits"]][:1] == [new]
-    for f in _cache_files():
+    for f in cache_files():
         f.unlink()
     assert _answers(cli, root, queries) == updated
 
@@ -239,7 +234,7 @@ def test_index_written_by_another_tool_is_read_tolerantly(tmp_path: Path, cli) -
 
 def test_status_verbose_shows_the_recall_caches_location_and_size(filled: Path, cli) -> None:
     cli.json("recall", "billing", "-w", str(filled))
-    (cache,) = _cache_files()
+    (cache,) = cache_files()
     info = cli.json("status", "--verbose", "-w", str(filled))["data"]["recall_cache"]
     wal = cache.with_name(cache.name + "-wal")
     assert info["path"] == str(cache) and info["exists"] is True
@@ -265,9 +260,9 @@ def test_caches_of_gone_workspaces_and_old_schemas_are_collected(filled: Path, t
     db.close()
     shutil.rmtree(other)  # that workspace is gone
     cli.json("recall", "billing", "-w", str(filled))
-    assert len(_cache_files()) == 3  # collected when a cache is created, not on every call
+    assert len(cache_files()) == 3  # collected when a cache is created, not on every call
     for suffix in ("", "-wal", "-shm"):
         Path(str(mine) + suffix).unlink(missing_ok=True)
     env = cli.json("recall", "billing", "-w", str(filled))
     assert env["data"]["cache"]["rebuilt"] is True and len(ids(env)) == 1
-    assert _cache_files() == [mine]
+    assert cache_files() == [mine]
