@@ -6,8 +6,15 @@ has. Bodies not fetched from Box are searched with Box search first (`store/clou
 its hits are mapped back to entries by Box file id (else by folder and name), the bodies of at
 most `limit` of them (less the direct hits) that still match the filters are fetched and added to
 the cache (held from then on), and only then is the ladder run - so memories held before and
-memories found by Box search come out in the one order. Box Drive placeholders are not read at
-all (that would download them); what could not be searched is said once.
+memories found by Box search come out in the one order.
+
+Box Drive placeholders (online-only files) are never read: that would make Box Drive download
+them. When this user has Box credentials (`box-memory auth login`, or `BOX_ACCESS_TOKEN`) and the
+workspace's config names its Box folder (`folder_ids.root`, which every workspace made on Box
+carries), their text is searched the same way, through Box search scoped to that folder, and the
+few bodies the hits need are fetched through Box (by file id, verified by sha1) rather than
+through Box Drive; the placeholder itself stays online-only. Otherwise what could not be searched
+is said once.
 """
 
 from __future__ import annotations
@@ -32,14 +39,15 @@ def search_pending(s: Search, text: str, room: int, *, search: bool = True) -> b
     body was added (the ladder is then run again)."""
     counts = s.cache.pending_counts()
     online, remote = counts.get(ONLINE_ONLY, 0), counts.get(NOT_FETCHED, 0)
-    if online:
+    added = _search_online_only(s, text, room, online) if online and search else False
+    if online and not added and not s.drive_searched:
         s.warnings.append(
             f"{online} memories are online-only in Box Drive: their titles, slugs and tags were "
-            "searched, their text was not (`box-memory fetch` downloads them; or make the folder "
-            "available offline)"
+            f"searched, their text was not{s.drive_why} (`box-memory fetch` downloads them; or make "
+            "the folder available offline)"
         )
     if not remote:
-        return False
+        return added
     if not search:
         s.warnings.append(
             f"the text of {remote} memories is not held on this machine: the memory the query "
@@ -64,21 +72,73 @@ def search_pending(s: Search, text: str, room: int, *, search: bool = True) -> b
     )
     rids = _pending_hits(s, hits, room)
     if not rids:
-        return False
+        return added
     got = store.fetch_bodies({fid: sha for _rid, fid, sha in rids})
+    return s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got}) > 0 or added
+
+
+def _search_online_only(s: Search, text: str, room: int, online: int) -> bool:
+    """Box Drive placeholders searched through Box (the module's docstring): whether any body was
+    added to the cache. Sets `s.drive_searched` when Box search answered, and `s.drive_why` to
+    why it was not asked."""
+    words = tokens_of(text)
+    if not words:
+        return False
+    box = _drive_box(s)
+    if box is None:
+        return False
+    hits = box.search_text(words, SEARCH_HITS)
+    if hits is None:
+        s.drive_why = " (Box search did not answer)"
+        return False
+    s.drive_searched = True
+    s.warnings.append(
+        f"{LAG_NOTE}: {online} memories are online-only in Box Drive, so their text was searched "
+        "through Box search (their titles, slugs and tags locally; none was downloaded by Box Drive)"
+    )
+    rids = _pending_hits(s, hits, room, pending=ONLINE_ONLY)
+    if not rids:
+        return False
+    got = box.fetch_bodies({fid: sha for _rid, fid, sha in rids})
     return s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got}) > 0
 
 
-def _pending_hits(s: Search, hits: list[dict[str, Any]], room: int) -> list[tuple[int, str, str | None]]:
-    """(rid, Box file id, sha1) of the pending entries Box search found, in Box's order, that pass
-    the recall's filters: at most `room` of them."""
+def _drive_box(s: Search) -> Any:
+    """The Box folder behind this local (Box Drive) workspace as a store that searches it, or None
+    (with `s.drive_why` saying why): its Box id from the config, this user's Box credentials."""
+    ws = s.cache.ws
+    root_id = ws.config.folder_ids.get("root") or ws.config.data.get("workspace_root_id")
+    if not isinstance(root_id, str | int) or not str(root_id).isdigit():
+        s.drive_why = " (the workspace's config names no Box folder to search)"
+        return None
+    from box_memory.box.credentials import status
+    from box_memory.errors import BoxMemoryError
+
+    try:
+        logged_in = status().logged_in
+    except BoxMemoryError:
+        logged_in = False
+    if not logged_in:
+        s.drive_why = " (no Box credentials to search Box with: `box-memory auth login`)"
+        return None
+    from box_memory.store import open_cloud
+
+    s.drive = open_cloud(str(root_id))
+    return s.drive
+
+
+def _pending_hits(
+    s: Search, hits: list[dict[str, Any]], room: int, *, pending: int = NOT_FETCHED
+) -> list[tuple[int, str, str | None]]:
+    """(rid, Box file id, sha1) of the `pending` entries Box search found, in Box's order, that
+    pass the recall's filters: at most `room` of them."""
     by_id = {str(h["file_id"]): h for h in hits if h.get("file_id")}
     by_path = {str(h["path"]): h for h in hits if h.get("path")}
     rows = s.rows(
         "(e.file_id IN (SELECT value FROM json_each(:fids))"
         " OR e.path IN (SELECT value FROM json_each(:paths)))"
         " AND e.rid IN (SELECT rid FROM src WHERE pending = :p)",
-        {"fids": _json_strs(by_id), "paths": _json_strs(by_path), "p": NOT_FETCHED},
+        {"fids": _json_strs(by_id), "paths": _json_strs(by_path), "p": pending},
     )
     order = {str(h.get("file_id")): i for i, h in enumerate(hits)}
     found: list[tuple[int, int, str, str | None]] = []

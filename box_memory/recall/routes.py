@@ -6,6 +6,8 @@ follow, the filter listing, and the bodies read back for excerpts. Free text is 
 
 from __future__ import annotations
 
+from typing import Any
+
 from box_memory.format.model import HIDDEN_STATUSES
 from box_memory.recall.cache_db import ENTRY_COLS, folded, split_body
 from box_memory.recall.rank import Ladder
@@ -15,6 +17,12 @@ from box_memory.store.base import as_unlisted_reads
 
 class Search(Ladder):
     """One recall over an up-to-date cache: the routes that name a memory, the filter listing."""
+
+    # A local (Box Drive) workspace whose placeholders were searched through Box (pending.py):
+    # the Box folder's store, whether its search answered, and why it was not asked.
+    drive: Any = None
+    drive_searched = False
+    drive_why = ""
 
     def is_hidden(self, r: Row) -> bool:
         return bool(r.hidden) or (r.expires_ts is not None and r.expires_ts <= self.now)
@@ -146,6 +154,8 @@ class Search(Ladder):
             raw = store.read_if_local(path)
             if raw is None and by_id is not None and fid:  # a folder not listed: by id and sha1
                 raw = by_id.cached_text(fid, sha1)
+            if raw is None and self.drive is not None and fid:  # a placeholder fetched through Box
+                raw = self.drive.cached_text(fid, sha1)
             if raw is not None:
                 out[rid] = split_body(raw)[1]
         return out
