@@ -12,7 +12,7 @@ from box_memory.format.model import HIDDEN_STATUSES
 from box_memory.recall.cache_db import ENTRY_COLS, folded, split_body
 from box_memory.recall.rank import Ladder
 from box_memory.recall.rows import ORDER_TAIL, Hit, Row, json_ints, prefer
-from box_memory.store.base import as_unlisted_reads
+from box_memory.store.base import as_batch_reads, as_unlisted_reads
 
 
 class Search(Ladder):
@@ -146,12 +146,18 @@ class Search(Ladder):
         store = self.cache.ws.store
         by_id = as_unlisted_reads(store)
         out: dict[int, str] = {}
-        for rid, path, fid, sha1 in self.db.execute(
+        found = self.db.execute(
             "SELECT e.rid, e.path, e.file_id, s.sha1 FROM entries e JOIN src s ON s.rid = e.rid "
             "WHERE e.rid IN (SELECT value FROM json_each(:rids))",
             {"rids": json_ints(rids)},
-        ):
-            raw = store.read_if_local(path)
+        ).fetchall()
+        # A local folder's plain files read together, through one open folder each (the rest -
+        # placeholders, links, Box Drive's timed reads - one by one below, as before).
+        many = as_batch_reads(store) if len(found) > 1 else None
+        batch = many.read_files([r[1] for r in found]) if many is not None else {}
+        for rid, path, fid, sha1 in found:
+            done = batch.get(path)
+            raw = done[1] if done is not None and done[1] is not None else store.read_if_local(path)
             if raw is None and by_id is not None and fid:  # a folder not listed: by id and sha1
                 raw = by_id.cached_text(fid, sha1)
             if raw is None and self.drive is not None and fid:  # a placeholder fetched through Box
