@@ -193,6 +193,7 @@ class Refresh:
         self.rechecked_files = 0  # memory files whose stat changed since they were read
         self.stat_folders = 0  # folders whose memory files were stat'ed (all, unless watched)
         self.named_files = 0  # memory files stat'ed because a watch named them (serve)
+        self.steady = False  # no watched folder changed since a refresh found nothing to do
         self.ms = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -209,6 +210,7 @@ class Refresh:
             "rechecked_files": self.rechecked_files,
             "stat_folders": self.stat_folders,
             "named_files": self.named_files,
+            "steady": self.steady,
             "refresh_ms": round(self.ms, 1),
         }
 
@@ -238,6 +240,10 @@ class CacheDB:
         # A kept-open cache's inotify watch on the memory folders (`file_watch`): with it, only the
         # folders that had an event since the last call have their files stat'ed.
         self.watch: FolderWatch | None = None
+        # With a watch: (shape, folders, warnings) of the last refresh that found the workspace as
+        # the cache holds it, every folder watched; the next refresh with no event since is done.
+        self._steady: tuple[Any, int, tuple[str, ...]] | None = None
+        self._compared: set[str] = set()  # watched folders whose files were stat'ed since
 
     # --- opening ------------------------------------------------------------------------
 

@@ -46,21 +46,32 @@ class FileChecks(CacheDB):
             ).fetchall()
         )
 
-    def _check_files(self, folders: list[str], rows: dict[str, tuple[Any, Any, str, Any]]) -> bool:
+    def _check_files(
+        self,
+        folders: list[str],
+        rows: dict[str, tuple[Any, Any, str, Any]],
+        events: dict[str, set[str] | None] | None,
+    ) -> bool:
         """Local workspaces: stat every memory file and re-read those changed in place (see the
-        module doc). Returns whether anything was written."""
+        module doc); `events`: what the watch said since the last call, drained before any stat
+        (None: no watch, or take everything as changed). Returns whether anything was written."""
         root = self.ws.store.local_root
         if root is None:
             return False
         watch = self.watch
-        events = watch.changed() if watch is not None else None  # drained before any stat
         stale: list[tuple[str, str, dict[str, os.stat_result], bool]] = []
         for f in folders:
             row = rows.get(f)
             if row is None or row[1] in (None, "denied"):
                 continue  # not cached, unreadable, or read again next time anyway
             path = os.path.join(root, f)  # noqa: PTH118 - a string join: no Path objects
-            if watch is not None and events is not None and row[3] is not None and watch.watching(path):
+            if (
+                watch is not None
+                and events is not None
+                and row[3] is not None
+                and path in self._compared
+                and watch.watching(path)
+            ):
                 # Watched since its files were last compared: unchanged but for the files named by
                 # an event since (a file changed again after it was read is always an event, so a
                 # stat taken in the same clock tick as a change needs no second look here).
@@ -73,8 +84,8 @@ class FileChecks(CacheDB):
                     if found:
                         stale.append((f, row[3], found, True))
                     continue
-            if watch is not None:
-                watch.watch(path)  # before the stats: a change after them is an event next time
+            if watch is not None and watch.watch(path):  # before the stats: a change after
+                self._compared.add(path)  # them is an event next time
             self.stats.stat_folders += 1
             # Never compared (just read): the stats by name at once, not a digest first.
             got = folder_stats(path, keep=row[3] is None)

@@ -67,7 +67,19 @@ class RecallCache(FileChecks):
         """Bring the cache up to date with the workspace; return its stale-index warnings."""
         started = time.perf_counter()
         self._just_read, self._racy = set(), set()
+        watch = self.watch
+        events = watch.changed() if watch is not None else None  # drained before any stat
+        steady, self._steady = self._steady, None
+        shape = (tuple(self.ws.scopes()), self.ws.config.layout_chosen, self.ws.config.companion_layout)
+        if steady is not None and events == {} and steady[0] == shape:
+            # Nothing happened in any folder that can change the answer since a refresh that
+            # found everything as the cache holds it (and watched all of it before its stats).
+            self._steady = steady
+            self.stats.folders, self.stats.steady = steady[1], True
+            self.stats.ms = (time.perf_counter() - started) * 1000
+            return list(steady[2])
         self._pin_indexes()
+        watched = self._watch_tree() if watch is not None else False
         folders = self.ws.index_folders()
         sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
         self.stats.folders = len(folders)
@@ -75,12 +87,14 @@ class RecallCache(FileChecks):
         changed = any(rows.get(f, (None, None, None))[:2] != sigs[f] for f in folders) or bool(
             set(rows) - set(folders)
         )
-        if changed or self._needs_compaction():
+        wrote = bool(changed or self._needs_compaction())
+        if wrote:
             with _no_cycle_collection():
                 self._update(folders, sigs)
             rows = self._folder_rows()
-        if self._check_files(folders, rows):
-            rows = self._folder_rows()
+        if self._check_files(folders, rows, events):
+            rows, wrote = self._folder_rows(), True
+        calm = watched and not wrote and not self._racy
         self._just_read, self._racy = set(), set()
         drifted = self._drifted()
         self.stats.ms = (time.perf_counter() - started) * 1000
@@ -101,7 +115,38 @@ class RecallCache(FileChecks):
                     )
         if denied:
             warnings.append(unreadable_warning(denied))
+        if calm:
+            self._steady = (shape, len(folders), tuple(warnings))
         return warnings
+
+    def _watch_tree(self) -> bool:
+        """Watch every folder whose change can change a recall (before any stat of them): the
+        workspace folder (its config), `teams/`, each scope's folder, its memory, files and
+        companions folders and month folders - a folder not there through the nearest one that
+        is (where it would be made). Whether every watch is in place."""
+        watch, root = self.watch, self.ws.store.local_root
+        if watch is None or root is None:
+            return False
+        base = str(root)
+        wanted = {"", "teams"}
+        for scope in self.ws.scopes():
+            top = self.ws.scope_root(scope)
+            wanted.update(
+                {
+                    top,
+                    self.ws.memories_folder(scope),
+                    self.ws.files_folder(scope),
+                    self.ws.companions_folder(scope),
+                }
+            )
+        wanted.update(self.ws.index_folders())
+        ok = True
+        for rel in sorted(wanted):
+            path = os.path.join(base, rel) if rel else base  # noqa: PTH118 - strings, as below
+            while not os.path.isdir(path) and path != base:  # noqa: PTH112
+                path = os.path.dirname(path)  # noqa: PTH120
+            ok = watch.watch(path) and ok
+        return ok
 
     def _update(self, folders: list[str], sigs: dict[str, tuple[str | None, str | None]]) -> None:
         """Re-read the folders whose signatures changed (all of them into an empty cache), in one
