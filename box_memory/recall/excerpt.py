@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 EXCERPT_CHARS = 200
@@ -15,16 +16,13 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
     flat = " ".join(" ".join(lines).split())
     if not flat:
         return "", []
-    pats = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if t]
-    # Whole tokens only: `use` does not mark the start of `user-facing`.
-    rx = re.compile(r"(?<!\w)(?:" + "|".join(pats) + r")(?!\w)", re.IGNORECASE) if pats else None
+    whole, stemmed = _patterns(tuple(terms))
+    rx = whole
     m = rx.search(flat) if rx else None
-    if m is None and terms:
+    if m is None and stemmed is not None:
         # Stemmed body matches ("decide" found "decided"): fall back to the word's stem.
-        stems = [re.escape(t[: max(3, len(t) - 3)]) for t in terms if len(t) > 3]
-        if stems:
-            rx = re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNORECASE)
-            m = rx.search(flat)
+        rx = stemmed
+        m = rx.search(flat)
     start = 0
     if m is not None and m.start() > EXCERPT_CHARS // 3:
         start = m.start() - EXCERPT_CHARS // 3
@@ -39,6 +37,17 @@ def excerpt(body: str, title: str, terms: list[str]) -> tuple[str, list[tuple[in
     suffix = "…" if end < len(flat) else ""
     marks = [(a.start() + len(prefix), a.end() + len(prefix)) for a in rx.finditer(text)] if rx else []
     return prefix + text + suffix, marks
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(terms: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The query's terms as whole tokens (`use` does not mark the start of `user-facing`) and as
+    stems: built once per query, not once per hit."""
+    pats = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if t]
+    whole = re.compile(r"(?<!\w)(?:" + "|".join(pats) + r")(?!\w)", re.IGNORECASE) if pats else None
+    stems = [re.escape(t[: max(3, len(t) - 3)]) for t in terms if len(t) > 3]
+    stemmed = re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNORECASE) if stems else None
+    return whole, stemmed
 
 
 def spans_out(spans: list[tuple[int, int]]) -> list[list[int]]:
