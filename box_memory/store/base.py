@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from box_memory.errors import BoxMemoryError, InvalidInput
+from box_memory.record import Frozen
 
 if TYPE_CHECKING:
     import os
@@ -27,15 +27,38 @@ class AlreadyExists(BoxMemoryError):
     code = "already_exists"
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Frozen):
+    """One name in a folder listing; `modified` in epoch seconds."""
+
+    _fields = ("name", "is_dir", "size", "modified", "file_id", "etag", "sha1")
+    __slots__ = _fields
+
     name: str
     is_dir: bool
-    size: int = 0
-    modified: float = 0.0  # epoch seconds
-    file_id: str | None = None
-    etag: str | None = None
-    sha1: str | None = None
+    size: int
+    modified: float
+    file_id: str | None
+    etag: str | None
+    sha1: str | None
+
+    def __init__(
+        self,
+        name: str,
+        is_dir: bool,
+        size: int = 0,
+        modified: float = 0.0,
+        file_id: str | None = None,
+        etag: str | None = None,
+        sha1: str | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "is_dir", is_dir)
+        set_(self, "size", size)
+        set_(self, "modified", modified)
+        set_(self, "file_id", file_id)
+        set_(self, "etag", etag)
+        set_(self, "sha1", sha1)
 
 
 class Store(Protocol):
@@ -212,15 +235,24 @@ class _Workspace(Protocol):
 W = TypeVar("W", bound=_Workspace)
 
 
-@dataclass(frozen=True)
 class WorkspaceBuilders(Generic[W]):
-    """What provisioning needs of the workspace layer, handed in by it."""
+    """What provisioning needs of the workspace layer, handed in by it: `open` makes the workspace
+    over a store and its config, `lay_out` adds the folders, empty indexes and README that were
+    missing, `set_default` makes a workspace spec the user's default."""
 
-    load_config: Callable[[Store], WorkspaceConfig]
-    open: Callable[[Store, WorkspaceConfig], W]  # the workspace over a store and its config
-    lay_out: Callable[[W], list[str]]  # folders, empty indexes and README that were missing
-    refresh_rollup: Callable[[W], object]
-    set_default: Callable[[str], None]  # make this workspace spec the user's default
+    def __init__(
+        self,
+        load_config: Callable[[Store], WorkspaceConfig],
+        open: Callable[[Store, WorkspaceConfig], W],
+        lay_out: Callable[[W], list[str]],
+        refresh_rollup: Callable[[W], object],
+        set_default: Callable[[str], None],
+    ) -> None:
+        self.load_config = load_config
+        self.open = open
+        self.lay_out = lay_out
+        self.refresh_rollup = refresh_rollup
+        self.set_default = set_default
 
 
 def clean_path(path: str) -> str:

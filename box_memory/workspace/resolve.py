@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from box_memory.format.ids import validate_team
 from box_memory.format.model import CONFIG_NAME, INDEX_NAME, WorkspaceConfig, now_iso
 from box_memory.format.safeio import read_regular
 from box_memory.paths import user_dirs
+from box_memory.record import Record
 from box_memory.store.base import Store, join
 
 NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
@@ -37,12 +37,16 @@ def shard_name(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m")
 
 
-@dataclass
-class Workspace:
-    store: Store
-    config: WorkspaceConfig
-    # Month folders found under each memories folder, with the folder's signature when found.
-    _shards: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict, repr=False, compare=False)
+class Workspace(Record):
+    """A workspace: its store and its config (compared and shown by those two)."""
+
+    _fields = ("store", "config")
+
+    def __init__(self, store: Store, config: WorkspaceConfig) -> None:
+        self.store = store
+        self.config = config
+        # Month folders found under each memories folder, with the folder's signature when found.
+        self._shards: dict[str, tuple[str | None, list[str]]] = {}
 
     @property
     def name(self) -> str:
