@@ -20,7 +20,7 @@ from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
 from box_memory.params import Param, request_hints
-from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.recall.brain_tool import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.result import Result
 from box_memory.workspace.resolve import Workspace
@@ -144,7 +144,7 @@ def _status(ws: Workspace, a: ToolArgs) -> Result:
 
 
 def _brain_search(ws: Workspace, a: ToolArgs) -> Result:
-    from box_memory.recall.brain_section import brain_search
+    from box_memory.recall.brain_tool import brain_search
 
     return brain_search(ws, BrainSearchRequest(**a.model_dump()))
 

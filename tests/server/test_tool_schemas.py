@@ -12,7 +12,7 @@ from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
 from box_memory.params import Param, request_hints
-from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.recall.brain_tool import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.serve.server import MemoryServer
 from box_memory.serve.tools import TOOLS
