@@ -102,8 +102,11 @@ def box_drive_roots() -> list[Path]:
 
 def box_drive_root_of(path: Path) -> Path | None:
     """The Box Drive root that holds `path`, or None when it is not inside Box Drive."""
+    roots = box_drive_roots()
+    if not roots:  # no Box Drive here (always so on Linux): no need to resolve `path`
+        return None
     real = path.resolve()
-    for root in box_drive_roots():
+    for root in roots:
         r = root.resolve()
         if real == r or r in real.parents:
             return root
