@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from box_memory import locks, settings
+from box_memory import settings
 from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
@@ -676,6 +676,8 @@ class FileLock:
     lock file (locks.FileLock, kernel=False) renewed while held, taken over once stale."""
 
     def __init__(self, path: Path, *, writer: str, skill: str) -> None:
+        from box_memory import locks  # writes only: a recall never takes the lock
+
         self.path = path
         self.stale_after, self.wait, self.renew_every = lock_settings()
         self._lock = locks.FileLock(
