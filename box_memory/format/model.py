@@ -24,7 +24,7 @@ LOCK_NAME = "_box-memory.lock"
 TMP_PREFIX = ".bm-tmp-"
 
 # A team name as a single folder name: no separators, no control characters, not empty.
-_SAFE_TEAM_RE = re.compile(r"^[^/\\\x00-\x1f\x7f]{1,255}$")
+_SAFE_TEAM_RE = r"^[^/\\\x00-\x1f\x7f]{1,255}$"
 
 KINDS = ("decision", "fact", "task", "observation", "reference", "note", "companion")
 STATUSES = ("active", "draft", "superseded", "archived", "held")
@@ -336,7 +336,7 @@ class WorkspaceConfig(Record):
             raise InvalidFile(f"{where}: 'teams' is not a list")
         for team in data.get("teams") or []:
             # Each team names a folder (teams/<team>/): refuse on open what would escape it.
-            if not isinstance(team, str) or not _SAFE_TEAM_RE.match(team) or team in (".", ".."):
+            if not isinstance(team, str) or not re.compile(_SAFE_TEAM_RE).match(team) or team in (".", ".."):
                 raise InvalidFile(
                     f"{where}: team {str(team)[:60]!r} is not a folder name inside teams/ "
                     "(it escapes the workspace or holds separators or control characters); fix the config"

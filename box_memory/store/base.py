@@ -270,7 +270,7 @@ def join(*parts: str) -> str:
     return clean_path("/".join(p.strip("/") for p in parts if p))
 
 
-_FOLDER_KEY = re.compile(r"^team_(.+)_(root|memories|files|companions)$")
+_FOLDER_KEY = r"^team_(.+)_(root|memories|files|companions)$"
 
 
 def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
@@ -284,7 +284,7 @@ def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
         fid = str(value).strip()
         if key in ("memories", "files", "companions", "teams"):
             out[key] = fid
-        elif m := _FOLDER_KEY.match(str(key)):
+        elif m := re.compile(_FOLDER_KEY).match(str(key)):
             team, part = m.group(1), m.group(2)
             out[f"teams/{team}" if part == "root" else f"teams/{team}/{part}"] = fid
     return out

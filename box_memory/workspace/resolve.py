@@ -29,7 +29,7 @@ NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
 
 
 MEMORY_LAYOUTS = ("flat", "monthly")
-SHARD_NAME = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])\Z")  # memories/YYYY-MM/ (layout "monthly")
+SHARD_NAME = r"[0-9]{4}-(?:0[1-9]|1[0-2])\Z"  # memories/YYYY-MM/ (layout "monthly")
 
 
 def shard_name(when: datetime | None = None) -> str:
@@ -97,7 +97,8 @@ class Workspace(Record):
             hit = self._shards.get(base)
             if hit is not None and sig is not None and hit[0] == sig:
                 return hit[1]
-            names = sorted(n for n in self.store.list_names(base) if SHARD_NAME.match(n))
+            shard = re.compile(SHARD_NAME)  # compiled on first use (`re` keeps it)
+            names = sorted(n for n in self.store.list_names(base) if shard.match(n))
             out = [f for n in names if (st := self.store.stat(f := join(base, n))) is not None and st.is_dir]
         except Unreadable:
             return []  # a team the user may not read: its other folders report it once
