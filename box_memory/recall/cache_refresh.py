@@ -36,7 +36,6 @@ from box_memory.format.safeio import OutsideWorkspace
 from box_memory.progress import task
 from box_memory.recall.cache_db import Todo, entry_digest, rollback, signature
 from box_memory.recall.cache_files import FileChecks
-from box_memory.recall.unreadable import unreadable_warning
 from box_memory.store.base import as_unlisted_reads, join
 from box_memory.workspace.resolve import INDEX_NAME
 
@@ -100,6 +99,8 @@ class RecallCache(FileChecks):
                         " after it was written; recall searches them as they are now)"
                     )
         if denied:
+            from box_memory.recall.unreadable import unreadable_warning  # a team the user may not read
+
             warnings.append(unreadable_warning(denied))
         return warnings
 
