@@ -1,6 +1,7 @@
-"""One declaration per request field: a service's request dataclass annotates each field a caller
-may set with `Param` (`Annotated[str | None, Param("Only this team.")]`). The MCP server derives
-its tool input schemas from these (`server.tool_args`); the CLI keeps explicit options for --help.
+"""One declaration per request field: a service's request class (a dataclass; recall's is a plain
+class, `request_fields`) annotates each field a caller may set with `Param`
+(`Annotated[str | None, Param("Only this team.")]`). The MCP server derives its tool input schemas
+from these (`server.tool_args`); the CLI keeps explicit options for --help.
 
 Standard library only: the request dataclasses are imported by `write` and `recall`, which must
 stay fast to start (no pydantic here; the server turns a `Param` into a pydantic `Field`).
