@@ -1,6 +1,7 @@
-"""One declaration per request field: a service's request dataclass annotates each field a caller
-may set with `Param` (`Annotated[str | None, Param("Only this team.")]`). The MCP server derives
-its tool input schemas from these (`server.tool_args`); the CLI keeps explicit options for --help.
+"""One declaration per request field: a service's request class (a dataclass; recall's is a plain
+class, `request_fields`) annotates each field a caller may set with `Param`
+(`Annotated[str | None, Param("Only this team.")]`). The MCP server derives its tool input schemas
+from these (`server.tool_args`); the CLI keeps explicit options for --help.
 
 Standard library only: the request dataclasses are imported by `write` and `recall`, which must
 stay fast to start (no pydantic here; the server turns a `Param` into a pydantic `Field`).
@@ -31,6 +32,27 @@ def request_hints(request: type) -> dict[str, Any]:
     import `Param` only for type checking (this module and its dataclass cost the `recall`
     command's start ~2 ms it never uses), so the name is supplied here, for every request."""
     return typing.get_type_hints(request, localns={"Param": Param}, include_extras=True)
+
+
+def request_fields(request: type) -> list[tuple[str, Any, Any]]:
+    """A request's fields in order, each as (name, default, default factory), `MISSING` where
+    there is none: a dataclass's fields, or the parameters of a plain request class's `__init__`
+    (the recall request, which every recall builds at start), where a default of `()` stands for
+    a new empty list."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(request):
+        return [(f.name, f.default, f.default_factory) for f in dataclasses.fields(request)]
+    import inspect
+
+    out: list[tuple[str, Any, Any]] = []
+    for name, p in list(inspect.signature(request).parameters.items()):
+        default = dataclasses.MISSING if p.default is inspect.Parameter.empty else p.default
+        if default == ():
+            out.append((name, dataclasses.MISSING, list))
+        else:
+            out.append((name, default, dataclasses.MISSING))
+    return out
 
 
 DAY_S = 86400.0

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from box_memory import settings
+from box_memory.record import Frozen
 
 APP = "box-memory"
 
 
-@dataclass(frozen=True)
-class UserDirs:
+class UserDirs(Frozen):
+    """The user's folders for config, data, cache and state."""
+
+    _fields = ("config", "data", "cache", "state")
+    __slots__ = _fields
+
     config: Path
     data: Path
     cache: Path
     state: Path
+
+    def __init__(self, config: Path, data: Path, cache: Path, state: Path) -> None:
+        set_ = object.__setattr__
+        set_(self, "config", config)
+        set_(self, "data", data)
+        set_(self, "cache", cache)
+        set_(self, "state", state)
 
     @property
     def user_config_file(self) -> Path:
@@ -91,8 +102,11 @@ def box_drive_roots() -> list[Path]:
 
 def box_drive_root_of(path: Path) -> Path | None:
     """The Box Drive root that holds `path`, or None when it is not inside Box Drive."""
+    roots = box_drive_roots()
+    if not roots:  # no Box Drive here (always so on Linux): no need to resolve `path`
+        return None
     real = path.resolve()
-    for root in box_drive_roots():
+    for root in roots:
         r = root.resolve()
         if real == r or r in real.parents:
             return root

@@ -8,8 +8,9 @@ warning text. Only the standard library here: every command imports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from box_memory.record import Frozen
 
 RESULT_VERSION = 1
 
@@ -26,24 +27,47 @@ ENVELOPE_KEYS = (
 )
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(Frozen):
     """A service's answer. `quiet_warnings` are reported in the envelope and with --verbose only
-    (e.g. a team folder this user may not read); `warnings` always."""
+    (e.g. a team folder this user may not read); `warnings` always. Read-only."""
 
-    data: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
-    exit_code: int = 0
-    status: str = "ok"
-    quiet_warnings: list[str] = field(default_factory=list)
+    _fields = ("data", "warnings", "errors", "exit_code", "status", "quiet_warnings")
+    __slots__ = _fields
+
+    data: dict[str, Any]
+    warnings: list[str]
+    errors: list[dict[str, str]]
+    exit_code: int
+    status: str
+    quiet_warnings: list[str]
+
+    def __init__(
+        self,
+        data: dict[str, Any] | None = None,
+        warnings: list[str] | None = None,
+        errors: list[dict[str, str]] | None = None,
+        exit_code: int = 0,
+        status: str = "ok",
+        quiet_warnings: list[str] | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "data", {} if data is None else data)
+        set_(self, "warnings", [] if warnings is None else warnings)
+        set_(self, "errors", [] if errors is None else errors)
+        set_(self, "exit_code", exit_code)
+        set_(self, "status", status)
+        set_(self, "quiet_warnings", [] if quiet_warnings is None else quiet_warnings)
+
+    def replace(self, **changes: Any) -> Result:
+        """The same result with some fields changed (as `dataclasses.replace` would)."""
+        return Result(**{k: changes.get(k, getattr(self, k)) for k in self._fields})
 
     def warned(self, *more: str) -> Result:
         """The same result with more warnings after its own (e.g. the cloud session's)."""
-        return replace(self, warnings=[*self.warnings, *more]) if more else self
+        return self.replace(warnings=[*self.warnings, *more]) if more else self
 
     def with_data(self, **items: Any) -> Result:
-        return replace(self, data={**self.data, **items})
+        return self.replace(data={**self.data, **items})
 
     @property
     def all_warnings(self) -> list[str]:

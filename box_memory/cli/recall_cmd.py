@@ -132,8 +132,9 @@ def recall_cmd(
             from box_memory.recall.ask import ask_by_setting
 
             result = ask_by_setting(ws, result)
-        lines = _lines(res, verbose, sys.stdout.isatty())
-        if result.data.get("ask"):
+        # --json prints the envelope only: no human lines to build
+        lines = [] if o.json else _lines(res, verbose, sys.stdout.isatty())
+        if result.data.get("ask") and not o.json:
             a = result.data["ask"]
             lines += [f"[magenta]{escape(a['label'])}[/magenta]", escape(a["answer"])]
             if a.get("asked_by"):

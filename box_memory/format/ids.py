@@ -10,12 +10,14 @@ from box_memory.errors import InvalidInput
 
 MemoryId = NewType("MemoryId", str)
 
-_ID_RE = re.compile(r"^mem_[0-9A-HJKMNP-TV-Z]{26}$")
-_LOOSE_ID_RE = re.compile(r"^mem_[0-9A-Za-z]{26}$")
-_SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_TEAM_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_TAG_RE = re.compile(r"^[a-z0-9]+(?:[-/][a-z0-9]+)*$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Patterns, compiled on first use (`re.compile` keeps them): compiling them at import cost every
+# command's start, and most commands use one or two of them.
+_ID_RE = r"^mem_[0-9A-HJKMNP-TV-Z]{26}$"
+_LOOSE_ID_RE = r"^mem_[0-9A-Za-z]{26}$"
+_SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+_TEAM_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+_TAG_RE = r"^[a-z0-9]+(?:[-/][a-z0-9]+)*$"
+_CONTROL_RE = r"[\x00-\x1f\x7f-\x9f]"
 MAX_TITLE = 200
 
 
@@ -27,7 +29,7 @@ def new_id() -> MemoryId:
 
 def is_memory_id(text: str) -> bool:
     """Accepts the plugin's example ids too (they are not strict Crockford base32)."""
-    return bool(_ID_RE.match(text) or _LOOSE_ID_RE.match(text))
+    return bool(re.compile(_ID_RE).match(text) or re.compile(_LOOSE_ID_RE).match(text))
 
 
 def slugify(title: str) -> str:
@@ -38,7 +40,7 @@ def slugify(title: str) -> str:
 
 
 def is_slug(text: str) -> bool:
-    return bool(_SLUG_RE.match(text))
+    return bool(re.compile(_SLUG_RE).match(text))
 
 
 def next_free_slug(base: str, taken: set[str]) -> str:
@@ -57,7 +59,7 @@ def validate_title(title: str) -> str:
         raise InvalidInput("title is empty")
     if len(title) > MAX_TITLE:
         raise InvalidInput(f"title is longer than {MAX_TITLE} characters")
-    if _CONTROL_RE.search(title):
+    if re.compile(_CONTROL_RE).search(title):
         raise InvalidInput("title contains control characters")
     if ".." in title:
         raise InvalidInput("title contains '..'")
@@ -67,7 +69,7 @@ def validate_title(title: str) -> str:
 
 
 def validate_team(team: str) -> str:
-    if not _TEAM_RE.match(team) or len(team) > 64:
+    if not re.compile(_TEAM_RE).match(team) or len(team) > 64:
         raise InvalidInput(
             f"invalid team name {team!r}: use lowercase kebab-case (a-z, 0-9, '-'), at most 64 characters"
         )
@@ -79,12 +81,12 @@ def validate_team(team: str) -> str:
 def normalize_tag(tag: str) -> str:
     """Tags are lowercase and hyphenated; '/' nests (`auth/jwt`)."""
     raw = tag.strip().lower()
-    if _CONTROL_RE.search(raw):
+    if re.compile(_CONTROL_RE).search(raw):
         raise InvalidInput(f"tag {tag!r} contains control characters")
     parts = [re.sub(r"[^a-z0-9]+", "-", p).strip("-") for p in raw.split("/")]
     if not parts or any(not p for p in parts):
         raise InvalidInput(f"invalid tag {tag!r}: use lowercase words joined by '-', nested with '/'")
     norm = "/".join(parts)
-    if not _TAG_RE.match(norm):
+    if not re.compile(_TAG_RE).match(norm):
         raise InvalidInput(f"invalid tag {tag!r}")
     return norm

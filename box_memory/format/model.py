@@ -1,8 +1,8 @@
 """Typed views over the workspace format (`docs/format.md`).
 
 Values are kept as the dicts they were read from, so unknown keys survive a rewrite; the classes
-here validate once at the boundary and give typed access. Plain dataclasses keep `write` and
-`recall` start-up cheap (no pydantic import on the hot path).
+here validate once at the boundary and give typed access. Plain value classes (`record`) keep
+`write` and `recall` start-up cheap (no pydantic import, no dataclass built at import).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory.errors import InvalidFile, InvalidInput
+from box_memory.record import Frozen, Record
 
 # The workspace's bookkeeping files, by name (docs/format.md), and the prefix of the hidden
 # temp files a writer renames into place. Stores, services and the bounded reader all use these.
@@ -24,7 +24,7 @@ LOCK_NAME = "_box-memory.lock"
 TMP_PREFIX = ".bm-tmp-"
 
 # A team name as a single folder name: no separators, no control characters, not empty.
-_SAFE_TEAM_RE = re.compile(r"^[^/\\\x00-\x1f\x7f]{1,255}$")
+_SAFE_TEAM_RE = r"^[^/\\\x00-\x1f\x7f]{1,255}$"
 
 KINDS = ("decision", "fact", "task", "observation", "reference", "note", "companion")
 STATUSES = ("active", "draft", "superseded", "archived", "held")
@@ -72,13 +72,16 @@ def check_status(status: str, allowed: tuple[str, ...] = STATUSES) -> str:
     return status
 
 
-@dataclass
-class Memory:
-    """One memory file: its frontmatter (all keys, unknown ones included) and body."""
+class Memory(Record):
+    """One memory file: its frontmatter (all keys, unknown ones included) and body; `path` is
+    workspace-relative POSIX."""
 
-    meta: dict[str, Any]
-    body: str
-    path: str = ""  # workspace-relative POSIX path
+    _fields = ("meta", "body", "path")
+
+    def __init__(self, meta: dict[str, Any], body: str, path: str = "") -> None:
+        self.meta = meta
+        self.body = body
+        self.path = path
 
     @property
     def id(self) -> str:
@@ -199,16 +202,22 @@ def entry_path(folder: str, entry: Mapping[str, Any]) -> str:
     return "/".join(p for p in (folder.strip("/"), str(entry.get("filename") or "").strip("/")) if p)
 
 
-@dataclass(frozen=True)
-class IndexEntry:
+class IndexEntry(Frozen):
     """One `_index.json` entry of `folder`, typed and read-only, over the dict as it is on disk.
 
     `raw` is that dict itself, unknown keys and all: whatever rewrites an index writes `raw`, so
     the file does not change because it was read through this view.
     """
 
+    _fields = ("folder", "raw")
+    __slots__ = _fields
+
     folder: str
     raw: Mapping[str, Any]
+
+    def __init__(self, folder: str, raw: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "folder", folder)
+        object.__setattr__(self, "raw", raw)
 
     @property
     def path(self) -> str:
@@ -253,11 +262,13 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 }
 
 
-@dataclass
-class WorkspaceConfig:
+class WorkspaceConfig(Record):
     """`_box-memory.json`: `data` keeps every key as read; accessors apply the safe defaults."""
 
-    data: dict[str, Any] = field(default_factory=dict)
+    _fields = ("data",)
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data = {} if data is None else data
 
     @property
     def name(self) -> str:
@@ -325,7 +336,7 @@ class WorkspaceConfig:
             raise InvalidFile(f"{where}: 'teams' is not a list")
         for team in data.get("teams") or []:
             # Each team names a folder (teams/<team>/): refuse on open what would escape it.
-            if not isinstance(team, str) or not _SAFE_TEAM_RE.match(team) or team in (".", ".."):
+            if not isinstance(team, str) or not re.compile(_SAFE_TEAM_RE).match(team) or team in (".", ".."):
                 raise InvalidFile(
                     f"{where}: team {str(team)[:60]!r} is not a folder name inside teams/ "
                     "(it escapes the workspace or holds separators or control characters); fix the config"

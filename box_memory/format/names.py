@@ -45,9 +45,9 @@ _BLOCKED_SUFFIXES = (
     ".pdx",
 )  # fmt: skip
 _SYSTEM_NAMES = {"desktop.ini", "thumbs.db"}
-_HEX8_RE = re.compile(r"^[0-9A-F]{8}$")
+_HEX8_RE = r"^[0-9A-F]{8}$"
 _RESERVED = {"con", "prn", "aux", "nul", *(f"{d}{i}" for d in ("com", "lpt") for i in range(1, 10))}
-_WINDOWS_CHARS_RE = re.compile(r'[<>:"|?*\x00-\x1f]')
+_WINDOWS_CHARS_RE = r'[<>:"|?*\x00-\x1f]'
 
 
 def nfc(name: str) -> str:
@@ -74,7 +74,7 @@ def box_drive_problem(name: str) -> str | None:
     for suffix in _BLOCKED_SUFFIXES:
         if low.endswith(suffix):
             return f"Box Drive blocks {suffix} files"
-    if _HEX8_RE.match(name):
+    if re.compile(_HEX8_RE).match(name):
         return "Box Drive does not sync names of exactly 8 uppercase hex digits with no extension"
     return None
 
@@ -83,7 +83,7 @@ def windows_problem(name: str) -> str | None:
     """Why Windows (and so Box Drive on Windows) cannot hold a file or folder of this name."""
     if not name or name in (".", ".."):
         return "it is not a file name"
-    if m := _WINDOWS_CHARS_RE.search(name):
+    if m := re.compile(_WINDOWS_CHARS_RE).search(name):
         ch = m.group(0)
         shown = repr(ch) if ord(ch) < 32 else f"'{ch}'"
         return f"Windows does not allow {shown} in names"
@@ -146,8 +146,8 @@ def fit_name(stem: str, tail: str, folder: str) -> str:
     return stem + tail
 
 
-_COPY_RE = re.compile(r"^(?P<stem>.+?) \((?P<tag>[^()]*)\)(?P<ext>\.[^.()]+)?$")
-_COPY_CANDIDATES = re.compile(r"^(?:_index[^\n]*|[^\n]* \([^\n]*)$", re.MULTILINE | re.IGNORECASE)
+_COPY_RE = r"^(?P<stem>.+?) \((?P<tag>[^()]*)\)(?P<ext>\.[^.()]+)?$"
+_COPY_CANDIDATES = (r"^(?:_index[^\n]*|[^\n]* \([^\n]*)$", re.MULTILINE | re.IGNORECASE)
 
 
 def conflict_copies(names: list[str]) -> list[str]:
@@ -164,7 +164,7 @@ def conflict_copies(names: list[str]) -> list[str]:
     if joined.count("\n") != max(len(names) - 1, 0):
         found = list(names)  # a name holds a line break: look at every name
     else:
-        found = [n for n in _COPY_CANDIDATES.findall(joined) if n != "_index.json"]
+        found = [n for n in re.compile(*_COPY_CANDIDATES).findall(joined) if n != "_index.json"]
     if not found:
         return []
     present = set(names)
@@ -172,7 +172,7 @@ def conflict_copies(names: list[str]) -> list[str]:
     for name in found:
         low = name.lower()
         index_copy = low.startswith("_index") and low.endswith(".json") and name != "_index.json"
-        m = _COPY_RE.match(name)
+        m = re.compile(_COPY_RE).match(name)
         if index_copy or (m and (m["stem"] + (m["ext"] or "") in present or "conflict" in m["tag"].lower())):
             out.append(name)
     return sorted(out)

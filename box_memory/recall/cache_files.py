@@ -231,7 +231,8 @@ def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.st
         if _DIR_FD:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         for name in os.listdir(path if fd is None else fd):  # noqa: PTH208 - names of an open folder
-            if not _memory_name(name):
+            # `_memory_name`, inline: this loop runs once per memory file on every recall
+            if not name.endswith(".md") or name[0] == "." or name == "README.md":
                 continue
             try:
                 st = stat(name, dir_fd=fd) if fd is not None else stat(os.path.join(path, name))  # noqa: PTH118

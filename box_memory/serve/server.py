@@ -37,7 +37,6 @@ import sys
 import threading
 import time
 import typing
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +196,7 @@ class MemoryServer:
                 finally:
                     self._mutex.release()
             res = res.warned(*extra)
-            res = replace(res, warnings=[in_tool_terms(w, spec.args) for w in res.warnings])
+            res = res.replace(warnings=[in_tool_terms(w, spec.args) for w in res.warnings])
         except BoxMemoryError as e:
             return self._error(name, e.code, e.exit_code, in_tool_terms(str(e), spec.args)), True
         except OSError as e:  # the system refused a path: say which and why, as the CLI does

@@ -19,8 +19,8 @@ from box_memory.audit.report import ReportRequest
 from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
-from box_memory.params import Param, request_hints
-from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.params import Param, request_fields, request_hints
+from box_memory.recall.brain_tool import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.result import Result
 from box_memory.workspace.resolve import Workspace
@@ -59,12 +59,12 @@ class ToolArgs(BaseModel):
 
 
 def tool_args(request: type[Any], name: str) -> type[ToolArgs]:
-    """A tool's input model, derived from the service's request dataclass: each field annotated
+    """A tool's input model, derived from the service's request class: each field annotated
     with a `Param` becomes a parameter with that description, enum and bounds (declared once)."""
     hints = request_hints(request)
     fields: dict[str, Any] = {}
-    for f in dataclasses.fields(request):
-        hint = hints[f.name]
+    for field_name, default, factory in request_fields(request):
+        hint = hints[field_name]
         param = next((m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Param)), None)
         if param is None:
             continue
@@ -73,14 +73,14 @@ def tool_args(request: type[Any], name: str) -> type[ToolArgs]:
             choice: Any = Literal[param.choices]  # type: ignore[valid-type]
             kind = (choice | None) if type(None) in typing.get_args(kind) else choice
         given: dict[str, Any] = {"description": param.description}
-        if f.default is not dataclasses.MISSING:
-            given["default"] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            given["default_factory"] = f.default_factory
+        if default is not dataclasses.MISSING:
+            given["default"] = default
+        elif factory is not dataclasses.MISSING:
+            given["default_factory"] = factory
         for bound in ("ge", "le", "min_length"):
             if getattr(param, bound) is not None:
                 given[bound] = getattr(param, bound)
-        fields[f.name] = (kind, Field(**given))
+        fields[field_name] = (kind, Field(**given))
     model: type[ToolArgs] = create_model(name, __base__=ToolArgs, **fields)
     return model
 
@@ -144,7 +144,7 @@ def _status(ws: Workspace, a: ToolArgs) -> Result:
 
 
 def _brain_search(ws: Workspace, a: ToolArgs) -> Result:
-    from box_memory.recall.brain_section import brain_search
+    from box_memory.recall.brain_tool import brain_search
 
     return brain_search(ws, BrainSearchRequest(**a.model_dump()))
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from box_memory import locks, settings
+from box_memory import settings
 from box_memory.errors import (
     BackendUnavailable,
     BoxMemoryError,
@@ -172,16 +172,28 @@ class LocalStore:
         symbolic link that leads outside the workspace."""
         if not folder:
             return
+        why = self._reason(folder)
+        if why:
+            raise OutsideWorkspace(why, link=why.split(" is a symbolic link to ", 1)[0])
+
+    def _reason(self, folder: str) -> str:
+        """`_outside_reason`, answered once per folder."""
         why = self._inside.get(folder)
         if why is None:
             why = self._outside_reason(folder)
             self._inside[folder] = why
-        if why:
-            raise OutsideWorkspace(why, link=why.split(" is a symbolic link to ", 1)[0])
+        return why
 
     def _outside_reason(self, rel: str) -> str:
-        """ "" when `rel`'s real path is inside the workspace, else a sentence naming the link."""
+        """ "" when `rel`'s real path is inside the workspace, else a sentence naming the link.
+
+        A path none of whose parts below the root is a symbolic link is inside: an lstat per part
+        below the root instead of a realpath (an lstat per part of the whole path, in Python), for
+        each memory folder a recall looks at. POSIX only: Windows also redirects through
+        junctions, which are not symbolic links, and only realpath follows those."""
         disk = resolve_nfc(self.root, rel)
+        if os.name == "posix" and not _any_link(self.root, disk):
+            return ""
         if self._within(os.path.realpath(disk)):
             return ""
         cur = self.root
@@ -207,9 +219,11 @@ class LocalStore:
             raise OutsideWorkspace(self._outside_message(disk, real), link=clean_path(path))
         return Path(real)
 
-    def _read(self, path: str, **kw: Any) -> bytes:
-        """A regular file's bytes through safeio, following a symbolic link only into the workspace."""
-        disk = self._p(path)
+    def _read(self, path: str, disk: Path | None = None, **kw: Any) -> bytes:
+        """A regular file's bytes through safeio, following a symbolic link only into the workspace
+        (`disk`: `_p(path)`, when the caller has it already)."""
+        if disk is None:
+            disk = self._p(path)
         try:
             if not _NOFOLLOW and disk.is_symlink():  # no O_NOFOLLOW (Windows): ask first
                 raise SymlinkRefused(path)
@@ -332,9 +346,10 @@ class LocalStore:
         finish within EXCERPT_WAIT_S (the older Box Drive shows no placeholder flags) is given
         up: None, like any failure."""
         try:
-            if not_downloaded(self._p(path)):
+            disk = self._p(path)
+            if not_downloaded(disk):
                 return None
-            return self._read(path, wait=EXCERPT_WAIT_S)
+            return self._read(path, disk, wait=EXCERPT_WAIT_S)
         except (BoxMemoryError, OSError):
             return None
 
@@ -676,6 +691,8 @@ class FileLock:
     lock file (locks.FileLock, kernel=False) renewed while held, taken over once stale."""
 
     def __init__(self, path: Path, *, writer: str, skill: str) -> None:
+        from box_memory import locks  # writes only: a recall never takes the lock
+
         self.path = path
         self.stale_after, self.wait, self.renew_every = lock_settings()
         self._lock = locks.FileLock(
@@ -729,3 +746,17 @@ def _old_regular(path: str, limit: float) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_mtime < limit
+
+
+def _any_link(root: Path, disk: Path) -> bool:
+    """Whether a part of `disk` below `root` (a path under it, no `..`) is a symbolic link; a
+    part that is not there is none (nothing under it can be read)."""
+    cur = str(root)
+    for part in disk.relative_to(root).parts:
+        cur = f"{cur}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(cur).st_mode):
+                return True
+        except OSError:
+            return False
+    return False

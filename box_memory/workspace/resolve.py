@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from box_memory.format.ids import validate_team
 from box_memory.format.model import CONFIG_NAME, INDEX_NAME, WorkspaceConfig, now_iso
 from box_memory.format.safeio import read_regular
 from box_memory.paths import user_dirs
+from box_memory.record import Record
 from box_memory.store.base import Store, join
 
 NOT_FOUND_MSG = "No box-memory workspace here - run `box-memory init` first"
 
 
 MEMORY_LAYOUTS = ("flat", "monthly")
-SHARD_NAME = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])\Z")  # memories/YYYY-MM/ (layout "monthly")
+SHARD_NAME = r"[0-9]{4}-(?:0[1-9]|1[0-2])\Z"  # memories/YYYY-MM/ (layout "monthly")
 
 
 def shard_name(when: datetime | None = None) -> str:
@@ -37,12 +37,16 @@ def shard_name(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m")
 
 
-@dataclass
-class Workspace:
-    store: Store
-    config: WorkspaceConfig
-    # Month folders found under each memories folder, with the folder's signature when found.
-    _shards: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict, repr=False, compare=False)
+class Workspace(Record):
+    """A workspace: its store and its config (compared and shown by those two)."""
+
+    _fields = ("store", "config")
+
+    def __init__(self, store: Store, config: WorkspaceConfig) -> None:
+        self.store = store
+        self.config = config
+        # Month folders found under each memories folder, with the folder's signature when found.
+        self._shards: dict[str, tuple[str | None, list[str]]] = {}
 
     @property
     def name(self) -> str:
@@ -93,7 +97,8 @@ class Workspace:
             hit = self._shards.get(base)
             if hit is not None and sig is not None and hit[0] == sig:
                 return hit[1]
-            names = sorted(n for n in self.store.list_names(base) if SHARD_NAME.match(n))
+            shard = re.compile(SHARD_NAME)  # compiled on first use (`re` keeps it)
+            names = sorted(n for n in self.store.list_names(base) if shard.match(n))
             out = [f for n in names if (st := self.store.stat(f := join(base, n))) is not None and st.is_dir]
         except Unreadable:
             return []  # a team the user may not read: its other folders report it once

@@ -86,6 +86,25 @@ def test_optional_capabilities_are_offered_by_the_cloud_store_only(tmp_path: Pat
     assert as_tier_detection(cloud) is cloud
 
 
+def test_a_capability_is_offered_exactly_where_its_protocol_says(tmp_path: Path) -> None:
+    """`offers` (the `as_...` probes) answers what `isinstance` with the runtime-checkable
+    protocol answers, for both stores, every capability, and an object with none of them."""
+    from box_memory.store.base import (
+        BatchReads,
+        BoxTools,
+        MetadataSearch,
+        TierDetection,
+        UnlistedReads,
+        offers,
+    )
+
+    stores = (open_local(tmp_path), open_cloud("123"), object())
+    for capability in (BatchReads, BoxTools, MetadataSearch, TierDetection, UnlistedReads):
+        for store in stores:
+            assert offers(store, capability) == isinstance(store, capability), (capability, store)
+    assert offers(stores[0], BatchReads) and offers(stores[1], UnlistedReads)
+
+
 def test_the_local_store_answers_the_port_without_probing(tmp_path: Path) -> None:
     store = open_local(tmp_path)
     store.write_bytes("a.md", b"x" * 10)

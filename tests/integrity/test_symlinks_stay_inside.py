@@ -121,3 +121,26 @@ def test_a_linked_files_folder_is_named_once(cli, ws: Path, tmp_path: Path) -> N
     (ws / "files").symlink_to(tmp_path / "files-elsewhere")
     for cmd in (("status",), ("recall", "anything")):
         _named_once(cli.json(*cmd, "-w", str(ws))["warnings"], "files")
+
+
+def test_a_link_above_a_memory_folder_is_caught_and_one_inside_is_followed(tmp_path: Path) -> None:
+    """The containment check looks at every part of a folder's path below the root (not only the
+    folder itself): `teams/` linked outside keeps `teams/ops/memories/` out; linked to a folder
+    inside the workspace, it is followed; asked again after the link changes, it is seen."""
+    from box_memory.format.safeio import OutsideWorkspace
+    from box_memory.store import open_local
+
+    ws, outside = tmp_path / "ws", tmp_path / "elsewhere"
+    (outside / "ops" / "memories").mkdir(parents=True)
+    (outside / "ops" / "memories" / "a.md").write_bytes(b"secret")
+    ws.mkdir()
+    (ws / "teams").symlink_to(outside)
+    store = open_local(ws)
+    with pytest.raises(OutsideWorkspace) as e:
+        store.read_bytes("teams/ops/memories/a.md")
+    assert "teams is a symbolic link to" in str(e.value)
+    (ws / "teams").unlink()
+    shutil.copytree(outside, ws / "kept")
+    (ws / "teams").symlink_to(ws / "kept")
+    store.drop_listings()
+    assert store.read_bytes("teams/ops/memories/a.md") == b"secret"

@@ -35,6 +35,64 @@ def test_recall_loads_only_its_own_command_and_what_its_answer_needs(ws: Path, c
         assert "box_memory.cli.recall_cmd" in mods
         assert not mods & others, mods & others
         assert not mods & {"box_memory.params", "rich", "yaml", "ulid"}, mods
+        # Moved off the warm path (issue #28): a write's lock, the brain_search tool's request,
+        # the unreadable-folder warning, the Box Brain search without a Box Brain store.
+        assert not mods & OFF_THE_RECALL_PATH, mods & OFF_THE_RECALL_PATH
+
+
+OFF_THE_RECALL_PATH = frozenset(
+    {
+        "box_memory.locks",
+        "box_memory.recall.brain_tool",
+        "box_memory.recall.unreadable",
+        "box_memory.brain",
+        "box_memory.brain.search",
+        "platformdirs",  # BOX_MEMORY_HOME is set: no platform dirs to look up
+    }
+)
+
+# At exit: every class of box_memory built with @dataclass or as a NamedTuple, by module.
+_BUILT = """
+import atexit, json, sys
+target = sys.argv[1]
+def report():
+    built = sorted(
+        f"{name}.{k}"
+        for name, mod in list(sys.modules.items())
+        if name.startswith("box_memory") and mod is not None
+        for k, v in vars(mod).items()
+        if isinstance(v, type) and v.__module__ == name
+        and (hasattr(v, "__dataclass_fields__") or (issubclass(v, tuple) and hasattr(v, "_fields")))
+    )
+    with open(target, "w") as f:
+        json.dump(built, f)
+atexit.register(report)
+sys.argv = ["box-memory", *sys.argv[2:]]
+from box_memory.cli.app import main
+main()
+"""
+
+
+def test_a_warm_recall_builds_no_dataclass_of_its_own(ws: Path, cli, tmp_path: Path) -> None:
+    """Every dataclass or NamedTuple a module defines is built when it is imported (0.3-1 ms
+    each): the modules a warm local recall imports define none (they use `record`'s classes)."""
+    import json
+    import subprocess
+    import sys
+
+    cli.json("write", "We decided to cache tokens.", "--title", "Token cache", "-w", str(ws))
+    _modules(tmp_path, "recall", "token cache", "-w", str(ws), "--json")  # builds the cache
+    out = tmp_path / "built.json"
+    for args in (("token cache", "--json"), ("kind:decision", "--json"), ("tokens",)):
+        res = subprocess.run(
+            [sys.executable, "-c", _BUILT, str(out), "recall", *args, "-w", str(ws)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        assert json.loads(out.read_text()) == [], args
 
 
 def test_version_loads_no_command(tmp_path: Path) -> None:

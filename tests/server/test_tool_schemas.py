@@ -3,16 +3,14 @@ descriptions, enums and bounds are the `Param` annotations of that dataclass, de
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from box_memory.audit.report import ReportRequest
 from box_memory.audit.timeline import LogRequest
 from box_memory.maintenance.index_rebuild import RebuildRequest
 from box_memory.maintenance.status import StatusRequest
-from box_memory.params import Param, request_hints
-from box_memory.recall.brain_section import BrainSearchRequest
+from box_memory.params import Param, request_fields, request_hints
+from box_memory.recall.brain_tool import BrainSearchRequest
 from box_memory.recall.query import RecallRequest
 from box_memory.serve.server import MemoryServer
 from box_memory.serve.tools import TOOLS
@@ -36,10 +34,10 @@ REQUESTS: dict[str, type] = {
 def params(request: type) -> dict[str, Param]:
     hints = request_hints(request)
     out = {}
-    for f in dataclasses.fields(request):
-        found = [m for m in getattr(hints[f.name], "__metadata__", ()) if isinstance(m, Param)]
+    for name, _default, _factory in request_fields(request):
+        found = [m for m in getattr(hints[name], "__metadata__", ()) if isinstance(m, Param)]
         if found:
-            out[f.name] = found[0]
+            out[name] = found[0]
     return out
 
 
@@ -91,3 +89,15 @@ def test_the_write_tool_takes_what_the_service_takes(cli, ws) -> None:
     assert got["related"] == ["[[Storage]]"] and got["sources"][0]["ref"] == "https://example.com/adr"
     bad, is_error = server.call("write", {"content": "x", "title": "t", "confidence": 2})
     assert is_error and bad["errors"][0]["code"] == "invalid_input"
+
+
+def test_a_plain_request_class_declares_each_field_once() -> None:
+    """The recall request is a plain class (built at every recall's start): its `_fields` (what it
+    is compared and shown by), its `__init__` parameters (the schema's defaults) and its `Param`
+    annotations name the same fields in the same order."""
+    import inspect
+
+    assert not hasattr(RecallRequest, "__dataclass_fields__")
+    init = list(inspect.signature(RecallRequest).parameters)
+    assert list(RecallRequest._fields) == init == list(params(RecallRequest))
+    assert RecallRequest().tags == [] and RecallRequest().tags is not RecallRequest().tags
