@@ -302,6 +302,7 @@ def rescan_folder(ws: Workspace, idx: FolderIndex) -> FolderScan:
     s = scan(ws, idx.folder)
     if s.incomplete:
         return s  # a short listing would drop entries of files it did not show: keep the index
+    idx.release()
     idx.data.clear()
     idx.data.update(s.index_data())
     return s

@@ -102,3 +102,53 @@ def test_a_killed_writers_old_temp_file_is_swept_by_the_next_write(root: Path, c
     os.utime(left, (old, old))
     cli.json("write", "After the crash.", "--title", "After", "-w", str(root))
     assert not left.exists()
+
+
+def _entry(mem_id: str, name: str) -> dict[str, Any]:
+    return {
+        "id": mem_id,
+        "slug": name,
+        "title": name,
+        "kind": "note",
+        "status": "active",
+        "filename": f"note__{name}.md",
+    }
+
+
+def test_a_kept_index_is_never_one_its_saver_changed_after_the_save(root: Path) -> None:
+    from box_memory.workspace.resolve import open_workspace
+
+    index_mod.keep_parsed()
+    ws = open_workspace(str(root))
+    idx = index_mod.load_index(ws, "memories")
+    idx.upsert(_entry("01SAVED", "saved"))
+    index_mod.save_index(ws, idx)
+    # The saver goes on changing its index without saving it (a batch between checkpoints, a
+    # save that then fails): a later load must see the file's entries, not those.
+    idx.upsert(_entry("01UNSAVED", "unsaved"))
+    again = index_mod.load_index(ws, "memories")
+    assert [e["id"] for e in again.entries] == ["01SAVED"]
+    on_disk = json.loads((root / "memories" / "_index.json").read_bytes())["entries"]
+    assert [e["id"] for e in on_disk] == ["01SAVED"]
+
+
+def test_while_its_saver_lives_a_load_gets_a_copy_and_after_it_the_saved_index_itself(root: Path) -> None:
+    from box_memory.workspace.resolve import open_workspace
+
+    index_mod.keep_parsed()
+    ws = open_workspace(str(root))
+    idx = index_mod.load_index(ws, "memories")
+    idx.upsert(_entry("01FIRST", "first"))
+    index_mod.save_index(ws, idx)
+    loaded = index_mod.load_index(ws, "memories")
+    assert loaded.data is not idx.data  # the saver may still change its own
+    idx.upsert(_entry("01LATER", "later"))  # ... and does: the loaded one is not changed with it
+    assert [e["id"] for e in loaded.entries] == ["01FIRST"]
+    loaded.upsert(_entry("01SECOND", "second"))
+    index_mod.save_index(ws, loaded)
+    saved = loaded.data
+    del loaded  # the saver is gone (a write is over): its index is handed over as it is
+    taken = index_mod.load_index(ws, "memories")
+    assert taken.data is saved
+    assert [e["id"] for e in taken.entries] == ["01FIRST", "01SECOND"]
+
