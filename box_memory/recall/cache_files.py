@@ -59,7 +59,7 @@ class FileChecks(CacheDB):
         if root is None:
             return False
         watch = self.watch
-        stale: list[tuple[str, str, dict[str, os.stat_result], bool]] = []
+        stale: list[tuple[str, str, dict[str, os.stat_result], bool, bool]] = []
         for f in folders:
             row = rows.get(f)
             if row is None or row[1] in (None, "denied"):
@@ -82,10 +82,12 @@ class FileChecks(CacheDB):
                     found = named_stats(path, names)
                     self.stats.named_files += len(found)
                     if found:
-                        stale.append((f, row[3], found, True))
+                        stale.append((f, row[3], found, True, True))
                     continue
-            if watch is not None and watch.watch(path):  # before the stats: a change after
-                self._compared.add(path)  # them is an event next time
+            # Watched from before the stats: a change after them is an event next time.
+            watched = watch is not None and watch.watch(path)
+            if watched:
+                self._compared.add(path)
             self.stats.stat_folders += 1
             # Never compared (just read): the stats by name at once, not a digest first.
             got = folder_stats(path, keep=row[3] is None)
@@ -93,7 +95,7 @@ class FileChecks(CacheDB):
                 if row[3] is not None:
                     got = folder_stats(path, keep=True)  # the stats by name, to compare file by file
                 if got is not None:
-                    stale.append((f, *got, False))
+                    stale.append((f, *got, False, watched))
         if not stale:
             return False
         db = self.conn
@@ -101,8 +103,8 @@ class FileChecks(CacheDB):
         self._begin_rids()
         self.unreadable, self._unread, self._denied = [], [], []
         try:
-            for folder, digest, stats, named in stale:
-                self._recheck_folder(folder, digest, stats, named=named)
+            for folder, digest, stats, named, watched in stale:
+                self._recheck_folder(folder, digest, stats, named=named, watched=watched)
             self._count_entries()
             db.execute("COMMIT")
         except BaseException:
@@ -113,13 +115,23 @@ class FileChecks(CacheDB):
         return True
 
     def _recheck_folder(
-        self, folder: str, digest: str, stats: dict[str, os.stat_result], *, named: bool = False
+        self,
+        folder: str,
+        digest: str,
+        stats: dict[str, os.stat_result],
+        *,
+        named: bool = False,
+        watched: bool = False,
     ) -> None:
         """Compare each cached memory file of `folder` with its stat now; read again the ones that
         changed (or whose last stat was racy) and, where the content did change, replace their
         entries as the files now are. Files added or removed change the folder's own signature:
         `_plan_folder` handles those. `named`: `stats` holds only the files a watch named (the
-        folder's digest stays as it was)."""
+        folder's digest stays as it was). `watched`: a watch had the folder before these stats, so
+        a file whose stat was racy needs no second look by stat (a change after the read is an
+        event): the folder's digest is kept, and the next call looks only at the files events
+        name. Without it, a folder written to more often than every RACY_NS was never compared
+        by the watch again but stat'ed file by file on every call (4,000 stats after each write)."""
         db = self.conn
         prefix = folder + "/"
         suspect: list[tuple[int, str, str, bytes | None, os.stat_result, bool]] = []
@@ -176,7 +188,7 @@ class FileChecks(CacheDB):
         if todo:
             self.stats.reread_files += len(todo)
             self._insert(todo)
-        ok = not retry and (named or folder not in self._racy)
+        ok = not retry and (named or watched or folder not in self._racy)
         ok = ok and not (self.unreadable or self._unread or self._denied)
         db.execute("UPDATE folders SET files_sig = ? WHERE folder = ?", (digest if ok else None, folder))
 

@@ -152,3 +152,34 @@ def test_while_its_saver_lives_a_load_gets_a_copy_and_after_it_the_saved_index_i
     assert taken.data is saved
     assert [e["id"] for e in taken.entries] == ["01FIRST", "01SECOND"]
 
+
+def test_writes_more_often_than_the_racy_window_still_leave_recalls_to_the_watch(
+    root: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """A file changed less than RACY_NS before a stat is racy to it; with the folder watched from
+    before the stats that needs no second look by stat. Without that, a server that first looked
+    at a folder just copied (every file racy) and then wrote to it more often than every RACY_NS
+    stat'ed it file by file on every call from then on (4,000 stats at each write of the load
+    bench), never trusting the watch."""
+    import shutil
+
+    import box_memory.recall.cache as cache_mod
+
+    if FolderWatch.start(str(root)) is None:
+        pytest.skip("no inotify here: every call stats the files (other tests cover that)")
+    for i in range(5):
+        cli.json("write", f"Notes on filler {i}.", "--title", f"Filler {i}", "-w", str(root))
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)  # every file new to a stat now (its ctime)
+    server = MemoryServer(workspace=str(copy))
+    server.call("recall", {"query": "filler"})
+    stats = []
+    deadline = time.monotonic() + 1.5 * RACY_NS / 1e9
+    while time.monotonic() < deadline:  # back to back, each write's file racy to the next look
+        made = _write(server, f"Quick {len(stats)} zebra")
+        (held,) = (cache_mod._held or {}).values()
+        stats.append(held.stats.stat_folders)  # the write's own look at the cache, under the lock
+        got, _ = server.call("recall", {"query": f"quick {len(stats) - 1} zebra"})
+        assert got["data"]["hits"][0]["id"] == made["id"]
+        stats.append(got["data"]["cache"]["stat_folders"])
+    assert sum(stats[2:]) == 0, stats
