@@ -39,15 +39,10 @@ def search_pending(s: Search, text: str, room: int, *, search: bool = True) -> b
     body was added (the ladder is then run again)."""
     counts = s.cache.pending_counts()
     online, remote = counts.get(ONLINE_ONLY, 0), counts.get(NOT_FETCHED, 0)
-    added = _search_online_only(s, text, room, online) if online and search else False
-    if online and not added and not s.drive_searched:
-        s.warnings.append(
-            f"{online} memories are online-only in Box Drive: their titles, slugs and tags were "
-            f"searched, their text was not{s.drive_why} (`box-memory fetch` downloads them; or make "
-            "the folder available offline)"
-        )
+    if online:  # a local (Box Drive) workspace: never one with bodies left on Box
+        return _online_only(s, text, room, online, search)
     if not remote:
-        return added
+        return False
     if not search:
         s.warnings.append(
             f"the text of {remote} memories is not held on this machine: the memory the query "
@@ -70,47 +65,49 @@ def search_pending(s: Search, text: str, room: int, *, search: bool = True) -> b
         "searched through Box search (their titles, slugs and tags locally; `box-memory fetch` "
         "brings the text here)"
     )
-    rids = _pending_hits(s, hits, room)
-    if not rids:
-        return added
-    got = store.fetch_bodies({fid: sha for _rid, fid, sha in rids})
-    return s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got}) > 0 or added
+    return _hold_hits(s, store, hits, room, NOT_FETCHED)
 
 
-def _search_online_only(s: Search, text: str, room: int, online: int) -> bool:
-    """Box Drive placeholders searched through Box (the module's docstring): whether any body was
-    added to the cache. Sets `s.drive_searched` when Box search answered, and `s.drive_why` to
-    why it was not asked."""
-    words = tokens_of(text)
-    if not words:
-        return False
-    box = _drive_box(s)
-    if box is None:
-        return False
-    hits = box.search_text(words, SEARCH_HITS)
+def _online_only(s: Search, text: str, room: int, online: int, search: bool) -> bool:
+    """Box Drive placeholders: their text searched through Box when it can be asked (the module's
+    docstring), else said to be unsearched and why."""
+    words = tokens_of(text) if search else []
+    box, why = _drive_box(s) if words else (None, "")
+    hits = box.search_text(words, SEARCH_HITS) if box is not None else None
     if hits is None:
-        s.drive_why = " (Box search did not answer)"
+        if box is not None:
+            why = " (Box search did not answer)"
+        s.warnings.append(
+            f"{online} memories are online-only in Box Drive: their titles, slugs and tags were "
+            f"searched, their text was not{why} (`box-memory fetch` downloads them; or make "
+            "the folder available offline)"
+        )
         return False
-    s.drive_searched = True
     s.warnings.append(
         f"{LAG_NOTE}: {online} memories are online-only in Box Drive, so their text was searched "
         "through Box search (their titles, slugs and tags locally; none was downloaded by Box Drive)"
     )
-    rids = _pending_hits(s, hits, room, pending=ONLINE_ONLY)
+    return _hold_hits(s, box, hits, room, ONLINE_ONLY)
+
+
+def _hold_hits(s: Search, store: Any, hits: list[dict[str, Any]], room: int, pending: int) -> bool:
+    """The bodies of the `pending` entries Box search found (at most `room`), fetched through
+    `store` by file id and held in the cache: whether any was added."""
+    rids = _pending_hits(s, hits, room, pending)
     if not rids:
         return False
-    got = box.fetch_bodies({fid: sha for _rid, fid, sha in rids})
+    got = store.fetch_bodies({fid: sha for _rid, fid, sha in rids})
     return s.cache.hold({rid: got[fid] for rid, fid, _sha in rids if fid in got}) > 0
 
 
-def _drive_box(s: Search) -> Any:
-    """The Box folder behind this local (Box Drive) workspace as a store that searches it, or None
-    (with `s.drive_why` saying why): its Box id from the config, this user's Box credentials."""
+def _drive_box(s: Search) -> tuple[Any, str]:
+    """The Box folder behind this local (Box Drive) workspace as a store that searches it (kept
+    as `s.drive` for the excerpts), or None and why not: its Box id from the config, this user's
+    Box credentials."""
     ws = s.cache.ws
     root_id = ws.config.folder_ids.get("root") or ws.config.data.get("workspace_root_id")
     if not isinstance(root_id, str | int) or not str(root_id).isdigit():
-        s.drive_why = " (the workspace's config names no Box folder to search)"
-        return None
+        return None, " (the workspace's config names no Box folder to search)"
     from box_memory.box.credentials import status
     from box_memory.errors import BoxMemoryError
 
@@ -119,16 +116,15 @@ def _drive_box(s: Search) -> Any:
     except BoxMemoryError:
         logged_in = False
     if not logged_in:
-        s.drive_why = " (no Box credentials to search Box with: `box-memory auth login`)"
-        return None
+        return None, " (no Box credentials to search Box with: `box-memory auth login`)"
     from box_memory.store import open_cloud
 
     s.drive = open_cloud(str(root_id))
-    return s.drive
+    return s.drive, ""
 
 
 def _pending_hits(
-    s: Search, hits: list[dict[str, Any]], room: int, *, pending: int = NOT_FETCHED
+    s: Search, hits: list[dict[str, Any]], room: int, pending: int
 ) -> list[tuple[int, str, str | None]]:
     """(rid, Box file id, sha1) of the `pending` entries Box search found, in Box's order, that
     pass the recall's filters: at most `room` of them."""

@@ -19,10 +19,8 @@ class Search(Ladder):
     """One recall over an up-to-date cache: the routes that name a memory, the filter listing."""
 
     # A local (Box Drive) workspace whose placeholders were searched through Box (pending.py):
-    # the Box folder's store, whether its search answered, and why it was not asked.
+    # the Box folder's store, whose text cache holds the bodies fetched for the hits' excerpts.
     drive: Any = None
-    drive_searched = False
-    drive_why = ""
 
     def is_hidden(self, r: Row) -> bool:
         return bool(r.hidden) or (r.expires_ts is not None and r.expires_ts <= self.now)
