@@ -80,6 +80,8 @@ class RecallCache(FileChecks):
         self._pin_indexes()
         watched = self._watch_tree() if watch is not None else False
         folders = self.ws.index_folders()
+        if watch is not None:  # its month folders too, before their stats below
+            watched = self._watch_folders(folders) and watched
         sigs = {f: (signature(self.ws, join(f, INDEX_NAME)), signature(self.ws, f)) for f in folders}
         self.stats.folders = len(folders)
         rows = self._folder_rows()
@@ -121,28 +123,31 @@ class RecallCache(FileChecks):
         return warnings
 
     def _watch_tree(self) -> bool:
-        """Watch every folder whose change can change a recall (before any stat of them): the
-        workspace folder (its config), `teams/`, each scope's folder, its memory, files and
-        companions folders and month folders - a folder not there through the nearest one that
-        is (where it would be made). Whether every watch is in place."""
-        watch, root = self.watch, self.ws.store.local_root
-        if watch is None or root is None:
-            return False
-        base = str(root)
+        """Watch every folder whose change can change a recall, before any stat of them: the
+        workspace folder (its config), `teams/`, each scope's folder and its memory, files and
+        companions folders (the month folders a listing of `memories/` finds are watched once
+        found, `_watch_folders`). Whether every watch is in place."""
         wanted = {"", "teams"}
         for scope in self.ws.scopes():
-            top = self.ws.scope_root(scope)
             wanted.update(
                 {
-                    top,
+                    self.ws.scope_root(scope),
                     self.ws.memories_folder(scope),
                     self.ws.files_folder(scope),
                     self.ws.companions_folder(scope),
                 }
             )
-        wanted.update(self.ws.index_folders())
+        return self._watch_folders(sorted(wanted))
+
+    def _watch_folders(self, folders: list[str]) -> bool:
+        """Watch workspace folders (a folder not there through the nearest one that is, where it
+        would be made); whether every watch is in place."""
+        watch, root = self.watch, self.ws.store.local_root
+        if watch is None or root is None:
+            return False
+        base = str(root)
         ok = True
-        for rel in sorted(wanted):
+        for rel in folders:
             path = os.path.join(base, rel) if rel else base  # noqa: PTH118 - strings, as below
             while not os.path.isdir(path) and path != base:  # noqa: PTH112
                 path = os.path.dirname(path)  # noqa: PTH120
