@@ -99,6 +99,14 @@ class ContentUnverified(BoxToolError):
     code = "content_unverified"
 
 
+class TooLargeForBox(BoxToolError):
+    """A file is over what Box takes in one upload (its direct upload: 50 MB), which is all Box's
+    MCP upload tools offer. Raised before any byte is sent; the message names the file, its size
+    and what to do."""
+
+    code = "file_too_large"
+
+
 class WriteRefused(BoxToolError):
     """Box refused a write for a documented rule (`rule`: shared_link, external_collaborator or
     file_type); the message names the item, the rule and what to do."""

@@ -25,6 +25,8 @@ Tuning and test hooks (seconds unless named otherwise):
   (min(10, stale/3)): the workspace write lock
 - `BOX_MEMORY_LOCK_SETTLE_S` (0.1): the cloud lease's wait before reading itself back
 - `BOX_MEMORY_LIST_LIMIT` (1000): page size of cloud folder listings
+- `BOX_MEMORY_BOX_UPLOAD_MAX_BYTES` (50,000,000, Box's direct upload): the largest file one cloud
+  upload may carry; only a lower value is taken (tests use small indexes instead of 50 MB ones)
 - `BOX_MEMORY_CONTENT_ATTEMPTS` (3), `BOX_MEMORY_CONTENT_BACKOFF_S` (1.0): cloud reads that do not verify
 - `BOX_MEMORY_CATALOGUE_CACHE` (on; `0` turns it off): the cached Box MCP tool catalogue
 - `BOX_MEMORY_TOOL_TIMEOUT_S` (300): one tool call of `box-memory serve`
@@ -60,6 +62,7 @@ LOCK_WAIT_S = "BOX_MEMORY_LOCK_WAIT_S"
 LOCK_RENEW_S = "BOX_MEMORY_LOCK_RENEW_S"
 LOCK_SETTLE_S = "BOX_MEMORY_LOCK_SETTLE_S"
 LIST_LIMIT = "BOX_MEMORY_LIST_LIMIT"
+BOX_UPLOAD_MAX_BYTES = "BOX_MEMORY_BOX_UPLOAD_MAX_BYTES"
 LISTING_TRUST_S = "BOX_MEMORY_LISTING_TRUST_S"
 CONTENT_ATTEMPTS = "BOX_MEMORY_CONTENT_ATTEMPTS"
 CONTENT_BACKOFF_S = "BOX_MEMORY_CONTENT_BACKOFF_S"
@@ -222,6 +225,15 @@ def list_limit() -> int:
         return max(1, min(1000, int(os.environ.get(LIST_LIMIT, "1000"))))
     except ValueError:
         return 1000
+
+
+def box_upload_max_bytes(published: int) -> int:
+    """The largest file one cloud upload may carry: Box's `published` limit, or
+    BOX_MEMORY_BOX_UPLOAD_MAX_BYTES when set lower (never higher: Box would refuse it)."""
+    try:
+        return max(1, min(published, int(os.environ.get(BOX_UPLOAD_MAX_BYTES, "") or published)))
+    except ValueError:
+        return published
 
 
 def listing_trust_s() -> float:

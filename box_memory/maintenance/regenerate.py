@@ -405,7 +405,9 @@ def _run(
             rollup = {"written": bool(roll), "entries": roll.get("entry_count", 0) if roll else None}
             if not roll:
                 notes.append(
-                    "rollup not refreshed: a child index outside this rebuild is unparseable or unreadable"
+                    "rollup not refreshed: a child index outside this rebuild is unparseable or "
+                    "unreadable, or the rollup is over what Box takes in one upload (readers use the "
+                    "folder indexes)"
                 )
         except InvalidFile as e:
             rollup = {"written": False, "error": str(e)}

@@ -17,7 +17,7 @@ from box_memory.format.safeio import OutsideWorkspace, ReadFailed, UnreadableFil
 from box_memory.params import Param
 from box_memory.result import Result
 from box_memory.store.base import join
-from box_memory.workspace.index import LIVE, FolderIndex, drift, load_index, parse_index
+from box_memory.workspace.index import LIVE, FolderIndex, drift, load_index, near_upload_limit, parse_index
 from box_memory.workspace.resolve import INDEX_NAME, Workspace, load_config
 
 RECENT = 5
@@ -347,10 +347,16 @@ def layout_advice(ws: Workspace, health: list[dict[str, Any]]) -> dict[str, Any]
     if ws.config.memory_layout == "monthly":
         return None
     memory_folders = {f + "/" for scope in ws.scopes() for f in ws.memory_folders(scope)}
-    big = [h for h in health if h["folder"] in memory_folders and h["index_bytes"] > SUGGEST_MONTHLY_BYTES]
+    big = [
+        h
+        for h in health
+        if h["folder"] in memory_folders
+        and (h["index_bytes"] > SUGGEST_MONTHLY_BYTES or near_upload_limit(ws, h["index_bytes"]) is not None)
+    ]
     if not big:
         return None
     top = max(big, key=lambda h: h["index_bytes"])
+    limit = near_upload_limit(ws, top["index_bytes"])
     root = ws.store.local_root
     how = (
         f"box-memory init --path {root} --memory-layout monthly"
@@ -363,10 +369,19 @@ def layout_advice(ws: Workspace, health: list[dict[str, Any]]) -> dict[str, Any]
         "entries": top["entries"],
         "threshold_bytes": SUGGEST_MONTHLY_BYTES,
         "switch": how,
+        # Box takes one upload of at most 50 MB: past that a write into the folder is refused.
+        "writes_refused": limit is not None,
+        "upload_limit_bytes": ws.store.upload_limit(),
         "message": (
             f"{top['folder']}_index.json is {top['index_bytes'] / 1e6:.1f} MB ({top['entries']:,} "
-            "entries) and every write into that folder rewrites it: the monthly memory layout keeps "
-            f"a write's cost to one month's memories, nothing moves ({how})"
+            + (
+                f"entries), too close to the {limit / 1e6:g} MB Box takes in one upload: writes "
+                "into that folder are refused until the workspace uses the monthly memory layout, "
+                f"where new memories go to month folders, nothing moves ({how})"
+                if limit is not None
+                else "entries) and every write into that folder rewrites it: the monthly memory "
+                f"layout keeps a write's cost to one month's memories, nothing moves ({how})"
+            )
         ),
     }
 

@@ -580,6 +580,9 @@ class LocalStore:
     def close(self) -> None:
         pass  # a folder on this machine holds no session or handle between calls
 
+    def upload_limit(self) -> int | None:
+        return None
+
     def collected_warnings(self) -> list[str]:
         return []  # a local folder answers or fails; nothing is noticed on the side
 

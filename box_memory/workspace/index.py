@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from box_memory import settings
-from box_memory.errors import InvalidFile, NotFound, Unreadable
+from box_memory.errors import InvalidFile, NotFound, TooLargeForBox, Unreadable
 from box_memory.format import frontmatter
 from box_memory.format.model import INDEX_MAPS, LIVE, Memory, index_entry, now_iso, parse_time
 from box_memory.format.safeio import OutsideWorkspace, ReadFailed, UnreadableFile, read_regular
@@ -512,6 +512,18 @@ LAZY_ROLLUP_BYTES = 1024 * 1024
 ROLLUP_MAX_LAG_S = 3600.0
 
 
+# What one more entry may add to an index with its maps, at most (an entry is ~0.8 KB): a write
+# into a folder whose index is this close to the store's upload limit is refused before it writes.
+ENTRY_ROOM_BYTES = 64 * 1024
+
+
+def near_upload_limit(ws: Workspace, size: int) -> int | None:
+    """The store's upload limit when an index of `size` bytes, one entry larger, could pass it
+    (Box cloud: 50 MB in one upload); None otherwise (no limit: a local folder)."""
+    limit = ws.store.upload_limit()
+    return limit if limit is not None and size + ENTRY_ROOM_BYTES > limit else None
+
+
 def rollup_may_lag(ws: Workspace) -> bool:
     """A write may leave a large rollup for a later refresh (format spec: it may lag lazily).
 
@@ -522,7 +534,11 @@ def rollup_may_lag(ws: Workspace) -> bool:
     import time
 
     st = ws.store.stat(INDEX_NAME)
-    if st is None or st.size <= LAZY_ROLLUP_BYTES:
+    if st is None:
+        return False
+    if near_upload_limit(ws, st.size) is not None:
+        return True  # Box would refuse its upload (one request, 50 MB): readers use the child indexes
+    if st.size <= LAZY_ROLLUP_BYTES:
         return False
     # Under the "monthly" layout a write rewrites one month's index and nothing that grows with
     # the workspace: a large rollup is left to `index-rebuild` (readers fall back, as above).
@@ -616,6 +632,8 @@ def refresh_rollup(ws: Workspace, updated: dict[str, FolderIndex] | None = None)
         ws.store.write_bytes(INDEX_NAME, raw)
     except UnreadableFile:
         return {}  # not a regular file in its place: left to lag; index-rebuild moves it aside
+    except TooLargeForBox:
+        return {}  # over what Box takes in one upload: left to lag; readers use the child indexes
     _saved(ws, INDEX_NAME, len(raw))
     return roll
 

@@ -22,6 +22,7 @@ from box_memory.errors import (
     FileBusy,
     HeldMemory,
     InvalidInput,
+    TooLargeForBox,
 )
 from box_memory.format import frontmatter
 from box_memory.format.model import IndexEntry, Memory, index_entry
@@ -32,11 +33,12 @@ from box_memory.workspace.index import (
     crash_point,
     drift,
     load_index,
+    near_upload_limit,
     refresh_rollup,
     rollup_may_lag,
     save_index,
 )
-from box_memory.workspace.resolve import Workspace
+from box_memory.workspace.resolve import INDEX_NAME, Workspace
 from box_memory.write.checks import check_readable, memory_filename
 
 BATCH_SAVE_EVERY = 2000  # a long batch saves its indexes this often (index-rebuild covers a crash)
@@ -106,9 +108,30 @@ def copies_warning(folder: str, copies: list[str]) -> str:
     )
 
 
+def check_index_room(ws: Workspace, folder: str) -> None:
+    """TooLargeForBox when `folder`'s index is too close to the store's upload limit to take one
+    more entry: a write then would save its memory and fail to index it, and no repair could."""
+    if ws.store.upload_limit() is None:  # a local folder: no stat spent
+        return
+    st = ws.store.stat(join(folder, INDEX_NAME))
+    limit = near_upload_limit(ws, st.size) if st is not None else None
+    if st is None or limit is None:
+        return
+    raise TooLargeForBox(
+        f"{folder}/{INDEX_NAME} is {st.size / 1e6:.1f} MB and one more entry could take it past the "
+        f"{limit / 1e6:g} MB Box takes in one upload; nothing was written. Switch the workspace to "
+        'the monthly layout (set "memory_layout": "monthly" in the settings of _box-memory.json, '
+        "or `box-memory init NAME --parent ID --memory-layout monthly`): new memories then go to "
+        "month folders with small indexes"
+    )
+
+
 def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> tuple[FolderIndex, list[str]]:
     """The folder's index for a write (caller holds the lock), repaired first if it drifted, and
-    the folder's names (listed once: the drift check and the free names share the listing)."""
+    the folder's names (listed once: the drift check and the free names share the listing).
+    Refused before anything is read or written when one more entry could take the folder's index
+    past what the store takes in one upload (Box: 50 MB)."""
+    check_index_room(ws, folder)
     idx = load_index(ws, folder)
     names = ws.store.list_names(folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (

@@ -10,21 +10,42 @@ from typing import Any
 
 import orjson
 
+from box_memory import settings
 from box_memory.box.payload import conflicts
-from box_memory.errors import BoxToolError, InvalidInput, NotFound, ToolMissing
+from box_memory.errors import BoxToolError, InvalidInput, NotFound, TooLargeForBox, ToolMissing
 from box_memory.format.model import CONFIG_NAME
 from box_memory.store.base import AlreadyExists, clean_path, join
 from box_memory.store.cloud.items import as_object, is_folder, item_sha1, sha1_of, split_path
 from box_memory.store.cloud.metadata import Metadata
 
-__all__ = ["Writing"]
+__all__ = ["UPLOAD_LIMIT_BYTES", "Writing", "box_upload_limit"]
+
+# Box's direct upload takes a file of up to 50 MB in one request; bigger files need the chunked
+# upload API (https://developer.box.com/guides/uploads/), and Box's MCP server offers only the
+# direct `upload_file` / `upload_file_version`. 50,000,000 bytes: the smaller reading of "50MB".
+UPLOAD_LIMIT_BYTES = 50_000_000
+
+
+def box_upload_limit() -> int:
+    """UPLOAD_LIMIT_BYTES, or lower when the environment says so (settings.box_upload_max_bytes)."""
+    return settings.box_upload_max_bytes(UPLOAD_LIMIT_BYTES)
 
 
 class Writing(Metadata):
     """Uploads, folders and moves over the cloud store's reads and metadata."""
 
+    def upload_limit(self) -> int | None:
+        """The largest file one upload may carry (Box's direct upload)."""
+        return box_upload_limit()
+
     @staticmethod
     def _text(path: str, data: bytes) -> str:
+        limit = box_upload_limit()
+        if len(data) > limit:
+            raise TooLargeForBox(
+                f"{path} would be {len(data) / 1e6:.1f} MB, over the {limit / 1e6:g} MB Box takes in "
+                "one upload (Box's MCP server offers no chunked upload); nothing was uploaded"
+            )
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
