@@ -8,7 +8,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import filterfalse
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from box_memory.format.safeio import (
     read_names,
     read_regular,
 )
-from box_memory.store.base import AlreadyExists, Entry, clean_path
+from box_memory.store.base import AlreadyExists, Entry, clean_path, join
 
 # secrets, socket and threading are imported where the write path needs them: read-only
 # commands (recall, get, status) never load them.
@@ -538,6 +538,10 @@ class LocalStore:
         except PermissionError:
             raise Unreadable(f"{path or '.'}/ is not readable (permission denied)") from None
         return out
+
+    def subfolders(self, path: str, match: Callable[[str], object]) -> list[str]:
+        names = [n for n in self.list_names(path) if match(n)]
+        return [n for n in names if (st := self.stat(join(path, n))) is not None and st.is_dir]
 
     def list_names(self, path: str) -> list[str]:
         """Names only: no per-file stat, so a 10k-file folder lists in a few milliseconds."""

@@ -98,8 +98,7 @@ class Workspace(Record):
             if hit is not None and sig is not None and hit[0] == sig:
                 return hit[1]
             shard = re.compile(SHARD_NAME)  # compiled on first use (`re` keeps it)
-            names = sorted(n for n in self.store.list_names(base) if shard.match(n))
-            out = [f for n in names if (st := self.store.stat(f := join(base, n))) is not None and st.is_dir]
+            out = [join(base, n) for n in sorted(self.store.subfolders(base, shard.match))]
         except Unreadable:
             return []  # a team the user may not read: its other folders report it once
         self._shards[base] = (sig, out)

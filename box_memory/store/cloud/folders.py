@@ -6,8 +6,8 @@ ids this command resolved completed into the config.
 
 from __future__ import annotations
 
-import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -16,7 +16,7 @@ from box_memory import settings
 from box_memory.box.payload import LIST_FIELDS, Pager, listing
 from box_memory.errors import BoxMemoryError, BoxToolError, NotFound, Unreadable, WorkspaceNotFound
 from box_memory.format.model import CONFIG_NAME, WorkspaceConfig
-from box_memory.store.base import clean_path, logical_folder_paths
+from box_memory.store.base import clean_path, join, logical_folder_paths
 from box_memory.store.cloud.items import is_folder, logical_keys, split_path
 from box_memory.store.cloud.listings import Kept, root_signature, usable
 from box_memory.store.cloud.state import CloudState
@@ -29,6 +29,12 @@ PREFETCH_CONCURRENCY = 4
 def _list_limit() -> int:
     """Page size of folder listings (env `BOX_MEMORY_LIST_LIMIT` lets tests force paging)."""
     return settings.list_limit()
+
+
+def _month_parent(path: str) -> bool:
+    """A memories folder (`memories`, `teams/<t>/memories`): its month folders are found from the
+    pages before its first file (`Folders.subfolders`)."""
+    return path.rpartition("/")[2] == "memories"
 
 
 class Folders(CloudState):
@@ -51,6 +57,8 @@ class Folders(CloudState):
         self._unlisted.clear()
         self._no_other_index = False
         self._prefetched = False
+        self._first_pages.clear()
+        self._leading.clear()
         if self._client is not None and not getattr(self._client, "is_open", True):
             self._client = None
 
@@ -89,11 +97,15 @@ class Folders(CloudState):
         if cached is not None:
             return cached
         listed_at = time.time()
+        stashed = self._first_pages.pop(folder_id, None)
+        if first is None and stashed is not None:
+            listed_at, first = stashed
         items: dict[str, dict[str, Any]] = {}
         pager = Pager(_list_limit())
         for _ in range(100_000):
             args: dict[str, Any] = {"folder_id": folder_id, "fields": LIST_FIELDS, **pager.args()}
             try:
+                fetched = first is None
                 payload = first if first is not None else self.call("list_folder_content_by_folder_id", args)
                 first = None
                 page = listing(payload)
@@ -114,7 +126,7 @@ class Folders(CloudState):
                     raise
                 pager.fail(f"page {pager.pages + 1} failed: {e}")  # keep what was read, say so
                 break
-            self.list_calls += 1
+            self.list_calls += fetched  # a page handed in was counted by whoever fetched it
             for it in page.entries:
                 if it.get("type") in ("file", "folder") and it.get("name") is not None:
                     items[str(it["name"])] = it
@@ -189,7 +201,8 @@ class Folders(CloudState):
         pid = self.folder_id(parent, logical=logical)
         if pid is None:
             return None
-        item = self._find(self._list(pid), name)
+        lead = self._leading_folders(pid) if _month_parent(parent) and pid not in self._listings else None
+        item = self._find(self._list(pid) if lead is None else lead, name)
         if item is None or not is_folder(item):
             return None
         self._paths[path] = str(item["id"])
@@ -199,6 +212,7 @@ class Folders(CloudState):
         for p in [p for p in self._paths if p == path or p.startswith(path + "/")]:
             fid = self._paths.pop(p)
             self._listings.pop(fid, None)
+            self._leading.pop(fid, None)
         if self._logical is not None and path in self._logical:
             self._logical.pop(path)  # only this one: ids of the folders below it may still be good
 
@@ -220,6 +234,7 @@ class Folders(CloudState):
         if len(wanted) < 2:
             return
         args = {"fields": LIST_FIELDS, "limit": _list_limit()}
+        asked_at = time.time()
         pages = self.box.call_many(
             [("list_folder_content_by_folder_id", {"folder_id": fid, **args}) for _, fid in wanted],
             concurrency=PREFETCH_CONCURRENCY,
@@ -231,8 +246,91 @@ class Folders(CloudState):
                 continue
             if isinstance(page, BaseException):
                 continue  # a failure: the ordinary path retries it when the folder is needed
-            with contextlib.suppress(BoxMemoryError):
-                self._list(fid, first=page)
+            self.list_calls += 1
+            # Kept, not followed: a folder's other pages are read only when its listing is asked
+            # for (a write under the monthly layout never needs the 100,000 files of memories/).
+            self._first_pages[fid] = (asked_at, page)
+
+    def subfolders(self, path: str, match: Callable[[str], object]) -> list[str]:
+        """Names `match` accepts of the folders directly in workspace folder `path` ([] when it
+        does not exist).
+
+        Box lists a folder's subfolders before its files (box-mcp.md, section 3; a listing by name
+        also puts `YYYY-MM` before any memory file), so the pages up to the first file answer: one
+        page for a `memories/` of 100,000 files. Their ids are remembered for `folder_id`. When a
+        page shows a folder after a file, fails, or holds no file at all, the folder is listed
+        whole instead."""
+        path = clean_path(path)
+        if path:
+            self._prefetch_folders()
+        fid = self.folder_id(path)
+        if fid is None:
+            return []
+        found = None if fid in self._listings else self._leading_folders(fid)
+        if found is None:
+            try:
+                items = self._list(fid)
+            except NotFound:
+                return []
+            return [n for n, it in items.items() if is_folder(it) and match(n)]
+        names = [n for n in found if match(n)]
+        for name in names:
+            self._paths[f"{path}/{name}" if path else name] = str(found[name]["id"])
+        return names
+
+    def _folder_in_unlisted(self, parent: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+        """(True, folder `name` or None when there is none) from the pages of memories folder
+        `parent` before its first file, when `parent` is not listed yet (see `subfolders`): a month
+        folder is found, or known to be missing, without listing the 100,000 files beside it.
+        (False, None) when those pages cannot tell: the caller lists `parent` whole."""
+        self._prefetch_folders()
+        pid = self.folder_id(parent)
+        if pid is None or pid in self._listings:
+            return False, None
+        found = self._leading_folders(pid)
+        if found is None:
+            return False, None
+        item = self._find(found, name)
+        if item is not None:
+            self._paths[join(parent, str(item["name"]))] = str(item["id"])
+        return True, item
+
+    def _leading_folders(self, folder_id: str) -> dict[str, dict[str, Any]] | None:
+        """The folders a listing shows before its first file, or None (see `subfolders`)."""
+        if folder_id in self._leading:
+            return self._leading[folder_id]
+        found = self._leading[folder_id] = self._read_leading(folder_id)
+        return found
+
+    def _read_leading(self, folder_id: str) -> dict[str, dict[str, Any]] | None:
+        found: dict[str, dict[str, Any]] = {}
+        pager = Pager(_list_limit())
+        stashed = self._first_pages.get(folder_id)
+        first = stashed[1] if stashed is not None else None
+        for _ in range(100):
+            try:
+                if first is None:
+                    args = {"folder_id": folder_id, "fields": LIST_FIELDS, **pager.args()}
+                    payload = self.call("list_folder_content_by_folder_id", args)
+                    self.list_calls += 1
+                else:
+                    payload, first = first, None
+                page = listing(payload)
+            except BoxMemoryError:
+                return None
+            file_seen = False
+            for it in page.entries:
+                if is_folder(it) and it.get("name") is not None and it.get("id") is not None:
+                    if file_seen:
+                        return None  # not folders first: list it whole
+                    found[str(it["name"])] = it
+                elif it.get("type") in ("file", "web_link"):
+                    file_seen = True
+            if file_seen:
+                return found
+            if not pager.advance(page):
+                return None
+        return None
 
     def _items(self, path: str) -> dict[str, dict[str, Any]] | None:
         """The listing of a workspace folder (None when the folder does not exist)."""
@@ -266,6 +364,10 @@ class Folders(CloudState):
         pin = self._pins.get(path)
         if pin is not None and self._unlisted.get(parent) not in self._listings:
             return pin  # found by its Box file id (pins.py): the folder is not listed for it
+        if "." not in name and _month_parent(parent):  # a month's `YYYY-MM`, likely
+            known, found = self._folder_in_unlisted(parent, name)
+            if known:
+                return found
         items = self._items(parent)
         return None if items is None else self._find(items, name)
 
@@ -274,7 +376,11 @@ class Folders(CloudState):
         items = self._listings.get(parent_id)
         if obj is None or obj.get("id") is None or not obj.get("name"):
             self._listings.pop(parent_id, None)  # unknown answer shape: re-list when needed
+            self._leading.pop(parent_id, None)
             return None
+        lead = self._leading.get(parent_id)
+        if lead is not None and is_folder(obj):
+            lead[str(obj["name"])] = obj  # a folder we made: among the folders before the files
         if items is not None:
             stale = self._find(items, name)
             if stale is not None:

@@ -95,6 +95,10 @@ class CloudState(Store):
         self._config: dict[str, Any] | None = None
         self._config_loaded = False
         self._prefetched = False
+        # First pages the prefetch fetched, by folder id, with when they were asked for: `_list`
+        # starts from one when the folder is listed; `subfolders` may need no more than it.
+        self._first_pages: dict[str, tuple[float, Any]] = {}
+        self._leading: dict[str, dict[str, dict[str, Any]] | None] = {}  # subfolders before files
         self._stale_ids: set[str] = set()
         self._incomplete: dict[str, str] = {}  # folder id -> why its listing may be short
         # Big folders read through their `_index.json` found by Box file id, never listed
