@@ -13,6 +13,10 @@ written directly and indexed in one go, as an `index-rebuild` would). Each round
 - "monthly" (new build only): the same workspace switched to `settings.memory_layout: "monthly"`,
   nothing moved (the N memories stay in `memories/`, new ones go to `memories/YYYY-MM/`).
 
+`--own-copies`: each build writes into its own copy of the corpus, after one untimed write of
+its own there, so each timed write finds the index its own build wrote last (one machine writing
+in a row); without it the builds alternate on one workspace.
+
 Reported per write: the child's CPU (user + system, median), the bytes of the files it created or
 replaced in the workspace (local), and on the cloud backend (the Box MCP emulator over HTTP on
 127.0.0.1, the workspace seeded the same way in its folder) the bytes it uploaded
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -131,33 +136,55 @@ def write_cmd(py: str, spec: str, label: str) -> list[str]:
 Row = dict[str, list[float]]
 
 
-def rounds(ws: Path, pythons: dict[str, str], runs: int) -> Iterator[tuple[str, str, str]]:
+def rounds(
+    ws: Path, pythons: dict[str, str], runs: int, copies: dict[str, Path] | None = None
+) -> Iterator[tuple[str, str, str]]:
     """(case, build, interpreter) round after round, the workspace set up for the case first
-    (the monthly layout is the new build's alone); the flat layout is put back at the end."""
+    (the monthly layout is the new build's alone); the flat layout is put back at the end.
+    `copies`: the workspace each build writes into, when not `ws`."""
     for _ in range(runs):
         for case in CASES:
             for name, py in pythons.items():
                 if case == "monthly" and name != "new":
                     continue
-                set_layout(ws, "monthly" if case == "monthly" else None)
-                age_rollup(ws, 120 if case == "flat, rollup 2 min old" else 0)
+                target = (copies or {}).get(name, ws)
+                set_layout(target, "monthly" if case == "monthly" else None)
+                age_rollup(target, 120 if case == "flat, rollup 2 min old" else 0)
                 yield case, name, py
-    set_layout(ws, None)
+    for target in {ws, *(copies or {}).values()}:
+        set_layout(target, None)
+
+
+def own_copies(ws: Path, pythons: dict[str, str], out: Path) -> dict[str, Path]:
+    """With --own-copies: each build writes into its own copy of the corpus (consecutive writes of
+    one build, as one machine makes them), after one untimed write of its own there."""
+    copies = {}
+    for name, py in pythons.items():
+        mine = ws.with_name(f"{ws.name}-{name}")
+        if mine.exists():
+            shutil.rmtree(mine)
+        shutil.copytree(ws, mine, symlinks=True)
+        set_layout(mine, None)
+        run(write_cmd(py, str(mine), name), env_for(out / f"home-{name}"), out)
+        copies[name] = mine
+    return copies
 
 
 def local_rounds(
-    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path
+    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path, *, own: bool = False
 ) -> dict[tuple[str, str], Row]:
     res: dict[tuple[str, str], Row] = {}
-    for case, name, py in rounds(ws, pythons, runs):
-        before = snapshot(ws)
-        cpu = run(write_cmd(py, str(ws), name), env_for(out / f"home-{name}"), out)
+    copies = own_copies(ws, pythons, out) if own else {}
+    for case, name, py in rounds(ws, pythons, runs, copies):
+        target = copies.get(name, ws)
+        before = snapshot(target)
+        cpu = run(write_cmd(py, str(target), name), env_for(out / f"home-{name}"), out)
         if isinstance(cpu, str):
             FAILED[(n, "local", case, name)] = cpu
             continue
         row = res.setdefault((case, name), {"cpu": [], "bytes": []})
         row["cpu"].append(cpu)
-        row["bytes"].append(written(before, snapshot(ws)))
+        row["bytes"].append(written(before, snapshot(target)))
     return res
 
 
@@ -224,6 +251,12 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--baseline-python", default=None)
     ap.add_argument("--cases", default="|".join(CASES), help="separated by |: " + " | ".join(CASES))
+    ap.add_argument(
+        "--own-copies",
+        action="store_true",
+        help="local: each build writes into its own copy of the corpus, after an untimed write of its own "
+        "(without it the builds alternate on one workspace: each write finds an index the other wrote)",
+    )
     args = ap.parse_args()
     CASES[:] = [c.strip() for c in args.cases.split("|") if c.strip() in CASES]
     pythons = builds(args)
@@ -246,7 +279,7 @@ def main() -> None:
         size = (ws / "memories" / "_index.json").stat().st_size
         print(f"{n:,} memories: memories/_index.json {size / 1e6:.1f} MB, rollup "
               f"{(ws / '_index.json').stat().st_size / 1e6:.1f} MB", flush=True)  # fmt: skip
-        for (case, name), row in local_rounds(ws, n, pythons, runs, args.out).items():
+        for (case, name), row in local_rounds(ws, n, pythons, runs, args.out, own=args.own_copies).items():
             lines.append(
                 f"| {n:,} | local | {case} | {name} | {statistics.median(row['cpu']):.2f} | "
                 f"{_mb(statistics.median(row['bytes']))} | - | - | {len(row['cpu'])} |"
