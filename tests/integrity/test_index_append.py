@@ -10,15 +10,22 @@ LAZY_ROLLUP_BYTES) so the tests run the very code a 40,000-memory folder runs.""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from box_memory.format.ids import new_id
+from box_memory.format import frontmatter
+from box_memory.format.ids import new_id, slugify
+from box_memory.format.model import Memory, index_entry
 from box_memory.workspace import index
+from tests.integrity.test_crash import FAST_LOCK
+from tests.integrity.util import bm, bm_json, fake_id
 
 EXAMPLES = next(
     (
@@ -199,3 +206,66 @@ def test_a_file_added_behind_the_index_is_repaired_as_before(cli: Any, ws: Path,
     names = [e["filename"] for e in orjson.loads((folder / "_index.json").read_bytes())["entries"]]
     assert "note__copied-by-hand.md" in names
     checked_write(cli, ws, parses, "Appends after the repair")
+
+
+def seed(ws: Path, n: int) -> None:
+    """N memory files in memories/ and their index (as a rebuild writes it): past COMPACT_ABOVE
+    and CHECKED_MIN_BYTES as they are, so a cold writer process takes the appending path."""
+    folder, entries = ws / "memories", []
+    for i in range(n):
+        title = f"Seeded memory number {i} about the deploy queue and its retries"
+        meta = {"id": fake_id(i), "slug": slugify(title), "title": title, "kind": "note", "status": "active"}
+        meta |= {"team": "default", "created_at": "2026-01-01T00:00:00.000Z", "tags": ["seed", f"s{i % 7}"]}
+        meta["updated_at"] = meta["created_at"]
+        raw = frontmatter.render(meta, f"# {title}\n\nSeeded body {i}.\n").encode()
+        name = f"note__{meta['slug']}.md"
+        (folder / name).write_bytes(raw)
+        mem = Memory(meta, f"# {title}\n", f"memories/{name}")
+        entries.append(index_entry(mem, filename=name, file_id=None, size_bytes=len(raw)))
+    idx = index.FolderIndex("memories", {"version": 1, "folder_id": None, "entries": entries})
+    idx.finalize("unknown")
+    (folder / "_index.json").write_bytes(idx.to_bytes())
+
+
+@pytest.mark.parametrize("step", ["write:file-created", "write:index-saved"])
+def test_a_writer_killed_while_appending_loses_nothing(ws: Path, step: str) -> None:
+    seed(ws, index.COMPACT_ABOVE + 400)
+    path = ws / "memories" / "_index.json"
+    assert path.stat().st_size >= index.CHECKED_MIN_BYTES
+    first = bm_json("write", "We decided: the first.", "--title", "Acknowledged first", "-w", str(ws))
+    hints = json.loads(
+        next((Path(os.environ["BOX_MEMORY_HOME"]) / "cache" / "index-checks").glob("*.json")).read_bytes()
+    )
+    st = path.stat()
+    layout = hints["layout\0memories/_index.json"]
+    assert (
+        layout[0] == f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    )  # the next write appends
+    before = path.read_bytes()
+
+    proc = bm(
+        "write",
+        "We decided: killed.",
+        "--title",
+        "Killed midway",
+        "-w",
+        str(ws),
+        env={"BOX_MEMORY_CRASH_AT": step},
+    )
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr)
+    data = orjson.loads(path.read_bytes())  # whole: the old bytes or the new, never torn
+    titles = [e["title"] for e in data["entries"]]
+    if step == "write:index-saved":
+        assert titles[-1] == "Killed midway" and path.read_bytes() == full_path(before, path.read_bytes())
+    else:
+        assert path.read_bytes() == before
+
+    nxt = bm_json(
+        "write", "We decided: after.", "--title", "Acknowledged after", "-w", str(ws), env=FAST_LOCK
+    )
+    data = orjson.loads(path.read_bytes())
+    ids = {e["id"] for e in data["entries"]}
+    assert {first["data"]["id"], nxt["data"]["id"]} <= ids  # every acknowledged write is indexed
+    assert "Killed midway" in [e["title"] for e in data["entries"]]  # the killed one's file too
+    assert {k: data[k] for k in index.INDEX_MAPS} == index.build_maps(data["entries"])
+    assert bm_json("index-rebuild", "--check", "-w", str(ws))["data"]["drift"] is False
