@@ -451,8 +451,9 @@ class FolderIndex:
         if raw is None:
             if len(self.entries) <= COMPACT_ABOVE:
                 return dump_index(self.data)
-            out, spans = dump_compact(self.data)
-            if _in_step(self.data.get("by_id"), self.entries):
+            out = dump_index(self.data)
+            spans = _spans(self.data, len(out))
+            if spans is not None and _in_step(self.data.get("by_id"), self.entries):
                 names = _indexed_names(self.entries, self.data)
                 digest = names_digest(names) if names is not None else None
                 self._layout = (len(self.entries), spans, _plain_slugs(self.entries), digest)
@@ -485,6 +486,25 @@ class FolderIndex:
         self._written += new  # (`get` answers for them without a parse)
         self._appended = []
         return out
+
+
+def _spans(data: dict[str, Any], size: int) -> dict[str, list[int]] | None:
+    """Where each top-level value lies in `dump_index(data)` (compact, `size` bytes): every value
+    but the entries dumped again to measure it (the entries take what is left), rather than the
+    whole index dumped piece by piece and joined (`dump_compact`: a copy of all its bytes)."""
+    if not all(isinstance(k, str) for k in data):
+        return None
+    heads = [(b"," if n else b"") + orjson.dumps(k) + b":" for n, k in enumerate(data)]
+    opts = orjson.OPT_NON_STR_KEYS
+    sizes = {k: 0 if k == "entries" else len(orjson.dumps(v, option=opts)) for k, v in data.items()}
+    sizes["entries"] = size - 2 - sum(map(len, heads)) - sum(sizes.values())
+    spans: dict[str, list[int]] = {}
+    pos = 1
+    for head, k in zip(heads, data, strict=True):
+        pos += len(head)
+        spans[k] = [pos, pos + sizes[k]]
+        pos += sizes[k]
+    return spans
 
 
 def _in_step(by_id: Any, entries: list[dict[str, Any]]) -> bool:
