@@ -149,6 +149,7 @@ class FolderSlots:
     # An index whose entries are unparsed (`FolderIndex.raw`): `taken` holds only the slugs added
     # since; what it does not hold is asked of the index, which is parsed when it cannot tell.
     _idx: FolderIndex | None = None
+    _free: set[str] = field(default_factory=set)  # slugs such an index was found not to hold
 
     @classmethod
     def scan(cls, idx: FolderIndex, listed: list[str]) -> FolderSlots:
@@ -180,23 +181,31 @@ class FolderSlots:
         """The first entry of each slug (the entries parsed, if they were not)."""
         return self._parse()
 
+    def _absent(self, slug: str) -> bool:
+        """An unparsed index holds no entry of `slug` (case-folded), known without parsing it."""
+        if self._by_slug is not None or self._idx is None or slug.casefold() in self.taken:
+            return False
+        if slug not in self._free:  # (a search of the index's bytes: asked once per slug)
+            if self._idx.may_have_slug(slug):
+                return False
+            self._free.add(slug)
+        return True
+
     def first(self, slug: str) -> dict[str, Any] | None:
         """The first entry of `slug`, without parsing an unparsed index that has none."""
-        if self._by_slug is None and self._idx is not None and not self._idx.may_have_slug(slug):
-            return None
-        return self._parse().get(slug)
+        return None if self._absent(slug) else self._parse().get(slug)
 
     def free_slug(self, base: str) -> str:
         """`base`, else `base-2`, ... - the first no entry has (`next_free_slug`)."""
-        if self._by_slug is None and self._idx is not None:
-            if base.casefold() not in self.taken and not self._idx.may_have_slug(base):
-                return base
-            self._parse()
+        if self._absent(base):
+            return base
+        self._parse()
         return next_free_slug(base, self.taken)
 
     def added(self, slug: str, entry: dict[str, Any] | None) -> None:
         """A write added `entry` of `slug` to the index (None: the index's entries are unparsed)."""
         self.taken.add(slug)
+        self._free.discard(slug)
         if self._by_slug is not None and entry is not None:
             self._by_slug.setdefault(slug, entry)
 
