@@ -13,9 +13,11 @@ written directly and indexed in one go, as an `index-rebuild` would). Each round
 - "monthly" (new build only): the same workspace switched to `settings.memory_layout: "monthly"`,
   nothing moved (the N memories stay in `memories/`, new ones go to `memories/YYYY-MM/`).
 
-`--own-copies`: each build writes into its own copy of the corpus, after one untimed write of
-its own there, so each timed write finds the index its own build wrote last (one machine writing
-in a row); without it the builds alternate on one workspace.
+`--interleave`: the local sizes are measured round by round (one write of every size and build,
+then the next round), so the sizes are compared under the same load; it also prints each size's
+CPU over the first size's, round by round. `--own-copies`: each build writes into its own copy of
+the corpus, after one untimed write of its own there, so each timed write finds the index its own
+build wrote last (one machine writing in a row); without it the builds alternate on one workspace.
 
 Reported per write: the child's CPU (user + system, median), the bytes of the files it created or
 replaced in the workspace (local), and on the cloud backend (the Box MCP emulator over HTTP on
@@ -171,10 +173,9 @@ def own_copies(ws: Path, pythons: dict[str, str], out: Path) -> dict[str, Path]:
 
 
 def local_rounds(
-    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path, *, own: bool = False
+    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path, *, copies: dict[str, Path]
 ) -> dict[tuple[str, str], Row]:
     res: dict[tuple[str, str], Row] = {}
-    copies = own_copies(ws, pythons, out) if own else {}
     for case, name, py in rounds(ws, pythons, runs, copies):
         target = copies.get(name, ws)
         before = snapshot(target)
@@ -257,6 +258,12 @@ def main() -> None:
         help="local: each build writes into its own copy of the corpus, after an untimed write of its own "
         "(without it the builds alternate on one workspace: each write finds an index the other wrote)",
     )
+    ap.add_argument(
+        "--interleave",
+        action="store_true",
+        help="local: one round of every size, then the next (the sizes compared under the same load), "
+        "with each size's CPU over the first size's, round by round",
+    )
     args = ap.parse_args()
     CASES[:] = [c.strip() for c in args.cases.split("|") if c.strip() in CASES]
     pythons = builds(args)
@@ -267,7 +274,10 @@ def main() -> None:
         " | MB uploaded | tool calls | runs |",
         "|---:|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for n in (int(s) for s in args.sizes.split(",") if s):
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results: dict[int, dict[tuple[str, str], Row]] = {}
+    prepared: dict[int, tuple[Path, dict[str, Path]]] = {}
+    for n in sizes:
         runs = args.large_runs if n >= 100_000 else args.runs
         ws = args.out / f"ws-{n}"
         if not ws.exists():
@@ -279,12 +289,35 @@ def main() -> None:
         size = (ws / "memories" / "_index.json").stat().st_size
         print(f"{n:,} memories: memories/_index.json {size / 1e6:.1f} MB, rollup "
               f"{(ws / '_index.json').stat().st_size / 1e6:.1f} MB", flush=True)  # fmt: skip
-        for (case, name), row in local_rounds(ws, n, pythons, runs, args.out, own=args.own_copies).items():
+        prepared[n] = (ws, own_copies(ws, pythons, args.out) if args.own_copies else {})
+        if not args.interleave:
+            results[n] = local_rounds(ws, n, pythons, runs, args.out, copies=prepared[n][1])
+    for r in range(max(args.runs, args.large_runs) if args.interleave else 0):
+        for n in sizes:  # one round of every size, then the next: each size under the same load
+            if r < (args.large_runs if n >= 100_000 else args.runs):
+                for key, row in local_rounds(
+                    *prepared[n][:1], n, pythons, 1, args.out, copies=prepared[n][1]
+                ).items():
+                    into = results.setdefault(n, {}).setdefault(key, {"cpu": [], "bytes": []})
+                    into["cpu"] += row["cpu"]
+                    into["bytes"] += row["bytes"]
+    for n in sizes:
+        for (case, name), row in results.get(n, {}).items():
             lines.append(
                 f"| {n:,} | local | {case} | {name} | {statistics.median(row['cpu']):.2f} | "
                 f"{_mb(statistics.median(row['bytes']))} | - | - | {len(row['cpu'])} |"
             )
-        print("\n".join(lines[-5:]), flush=True)
+    print("\n".join(lines), flush=True)
+    if args.interleave and len(sizes) > 1:
+        small = results.get(sizes[0], {})
+        for n in sizes[1:]:
+            for (case, name), row in results.get(n, {}).items():
+                base = small.get((case, name), {"cpu": []})["cpu"]
+                ratios = [a / b for a, b in zip(row["cpu"], base, strict=False) if b]
+                if ratios:
+                    each = ", ".join(f"{x:.2f}" for x in ratios)
+                    print(f"{n:,} over {sizes[0]:,} ({case}, {name}): median of the per-round ratios "
+                          f"{statistics.median(ratios):.2f}x ({each})")  # fmt: skip
     for n in (int(s) for s in args.cloud_sizes.split(",") if s):
         runs = args.large_runs if n >= 100_000 else args.runs
         for (case, name), row in cloud_rounds(args.out, n, pythons, runs).items():
