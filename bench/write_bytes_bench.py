@@ -13,6 +13,12 @@ written directly and indexed in one go, as an `index-rebuild` would). Each round
 - "monthly" (new build only): the same workspace switched to `settings.memory_layout: "monthly"`,
   nothing moved (the N memories stay in `memories/`, new ones go to `memories/YYYY-MM/`).
 
+`--interleave`: the local sizes are measured round by round (one write of every size and build,
+then the next round), so the sizes are compared under the same load; it also prints each size's
+CPU over the first size's, round by round. `--own-copies`: each build writes into its own copy of
+the corpus, after one untimed write of its own there, so each timed write finds the index its own
+build wrote last (one machine writing in a row); without it the builds alternate on one workspace.
+
 Reported per write: the child's CPU (user + system, median), the bytes of the files it created or
 replaced in the workspace (local), and on the cloud backend (the Box MCP emulator over HTTP on
 127.0.0.1, the workspace seeded the same way in its folder) the bytes it uploaded
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -133,33 +140,54 @@ def write_cmd(py: str, spec: str, label: str) -> list[str]:
 Row = dict[str, list[float]]
 
 
-def rounds(ws: Path, pythons: dict[str, str], runs: int) -> Iterator[tuple[str, str, str]]:
+def rounds(
+    ws: Path, pythons: dict[str, str], runs: int, copies: dict[str, Path] | None = None
+) -> Iterator[tuple[str, str, str]]:
     """(case, build, interpreter) round after round, the workspace set up for the case first
-    (the monthly layout is the new build's alone); the flat layout is put back at the end."""
+    (the monthly layout is the new build's alone); the flat layout is put back at the end.
+    `copies`: the workspace each build writes into, when not `ws`."""
     for _ in range(runs):
         for case in CASES:
             for name, py in pythons.items():
                 if case == "monthly" and name != "new":
                     continue
-                set_layout(ws, "monthly" if case == "monthly" else None)
-                age_rollup(ws, 120 if case == "flat, rollup 2 min old" else 0)
+                target = (copies or {}).get(name, ws)
+                set_layout(target, "monthly" if case == "monthly" else None)
+                age_rollup(target, 120 if case == "flat, rollup 2 min old" else 0)
                 yield case, name, py
-    set_layout(ws, None)
+    for target in {ws, *(copies or {}).values()}:
+        set_layout(target, None)
+
+
+def own_copies(ws: Path, pythons: dict[str, str], out: Path) -> dict[str, Path]:
+    """With --own-copies: each build writes into its own copy of the corpus (consecutive writes of
+    one build, as one machine makes them), after one untimed write of its own there."""
+    copies = {}
+    for name, py in pythons.items():
+        mine = ws.with_name(f"{ws.name}-{name}")
+        if mine.exists():
+            shutil.rmtree(mine)
+        shutil.copytree(ws, mine, symlinks=True)
+        set_layout(mine, None)
+        run(write_cmd(py, str(mine), name), env_for(out / f"home-{name}"), out)
+        copies[name] = mine
+    return copies
 
 
 def local_rounds(
-    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path
+    ws: Path, n: int, pythons: dict[str, str], runs: int, out: Path, *, copies: dict[str, Path]
 ) -> dict[tuple[str, str], Row]:
     res: dict[tuple[str, str], Row] = {}
-    for case, name, py in rounds(ws, pythons, runs):
-        before = snapshot(ws)
-        cpu = run(write_cmd(py, str(ws), name), env_for(out / f"home-{name}"), out)
+    for case, name, py in rounds(ws, pythons, runs, copies):
+        target = copies.get(name, ws)
+        before = snapshot(target)
+        cpu = run(write_cmd(py, str(target), name), env_for(out / f"home-{name}"), out)
         if isinstance(cpu, str):
             FAILED[(n, "local", case, name)] = cpu
             continue
         row = res.setdefault((case, name), {"cpu": [], "bytes": []})
         row["cpu"].append(cpu)
-        row["bytes"].append(written(before, snapshot(ws)))
+        row["bytes"].append(written(before, snapshot(target)))
     return res
 
 
@@ -229,6 +257,18 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--baseline-python", default=None)
     ap.add_argument("--cases", default="|".join(CASES), help="separated by |: " + " | ".join(CASES))
+    ap.add_argument(
+        "--own-copies",
+        action="store_true",
+        help="local: each build writes into its own copy of the corpus, after an untimed write of its own "
+        "(without it the builds alternate on one workspace: each write finds an index the other wrote)",
+    )
+    ap.add_argument(
+        "--interleave",
+        action="store_true",
+        help="local: one round of every size, then the next (the sizes compared under the same load), "
+        "with each size's CPU over the first size's, round by round",
+    )
     args = ap.parse_args()
     CASES[:] = [c.strip() for c in args.cases.split("|") if c.strip() in CASES]
     pythons = builds(args)
@@ -239,7 +279,10 @@ def main() -> None:
         " | MB uploaded | tool calls | runs |",
         "|---:|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for n in (int(s) for s in args.sizes.split(",") if s):
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results: dict[int, dict[tuple[str, str], Row]] = {}
+    prepared: dict[int, tuple[Path, dict[str, Path]]] = {}
+    for n in sizes:
         runs = args.large_runs if n >= 100_000 else args.runs
         ws = args.out / f"ws-{n}"
         if not ws.exists():
@@ -251,12 +294,35 @@ def main() -> None:
         size = (ws / "memories" / "_index.json").stat().st_size
         print(f"{n:,} memories: memories/_index.json {size / 1e6:.1f} MB, rollup "
               f"{(ws / '_index.json').stat().st_size / 1e6:.1f} MB", flush=True)  # fmt: skip
-        for (case, name), row in local_rounds(ws, n, pythons, runs, args.out).items():
+        prepared[n] = (ws, own_copies(ws, pythons, args.out) if args.own_copies else {})
+        if not args.interleave:
+            results[n] = local_rounds(ws, n, pythons, runs, args.out, copies=prepared[n][1])
+    for r in range(max(args.runs, args.large_runs) if args.interleave else 0):
+        for n in sizes:  # one round of every size, then the next: each size under the same load
+            if r < (args.large_runs if n >= 100_000 else args.runs):
+                for key, row in local_rounds(
+                    *prepared[n][:1], n, pythons, 1, args.out, copies=prepared[n][1]
+                ).items():
+                    into = results.setdefault(n, {}).setdefault(key, {"cpu": [], "bytes": []})
+                    into["cpu"] += row["cpu"]
+                    into["bytes"] += row["bytes"]
+    for n in sizes:
+        for (case, name), row in results.get(n, {}).items():
             lines.append(
                 f"| {n:,} | local | {case} | {name} | {statistics.median(row['cpu']):.2f} | "
                 f"{_mb(statistics.median(row['bytes']))} | - | - | {len(row['cpu'])} |"
             )
-        print("\n".join(lines[-5:]), flush=True)
+    print("\n".join(lines), flush=True)
+    if args.interleave and len(sizes) > 1:
+        small = results.get(sizes[0], {})
+        for n in sizes[1:]:
+            for (case, name), row in results.get(n, {}).items():
+                base = small.get((case, name), {"cpu": []})["cpu"]
+                ratios = [a / b for a, b in zip(row["cpu"], base, strict=False) if b]
+                if ratios:
+                    each = ", ".join(f"{x:.2f}" for x in ratios)
+                    print(f"{n:,} over {sizes[0]:,} ({case}, {name}): median of the per-round ratios "
+                          f"{statistics.median(ratios):.2f}x ({each})")  # fmt: skip
     for n in (int(s) for s in args.cloud_sizes.split(",") if s):
         runs = args.large_runs if n >= 100_000 else args.runs
         for (case, name), row in cloud_rounds(args.out, n, pythons, runs).items():

@@ -163,6 +163,10 @@ def conflict_copies(names: list[str]) -> list[str]:
     joined = "\n".join(names)
     if joined.count("\n") != max(len(names) - 1, 0):
         found = list(names)  # a name holds a line break: look at every name
+    elif " (" not in joined and f"\n{joined}\n".count("\n_index.json\n") == f"\n{joined}".lower().count(
+        "\n_index"
+    ):
+        return []  # no " (", and every name starting "_index" (in any case) is `_index.json` itself
     else:
         found = [n for n in re.compile(*_COPY_CANDIDATES).findall(joined) if n != "_index.json"]
     if not found:

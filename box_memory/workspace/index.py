@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import hashlib
 import os
 import re
 import signal
@@ -32,6 +34,34 @@ def dump_index(data: dict[str, Any]) -> bytes:
     entries = data.get("entries") or ()
     opts = orjson.OPT_NON_STR_KEYS if len(entries) > COMPACT_ABOVE else DUMP_OPTS
     return orjson.dumps(data, option=opts)
+
+
+Pieces = list[bytes | memoryview]
+Layout = tuple[int, dict[str, list[int]], bool, str | None]  # RawEntries: count, spans, plain_slugs, names
+
+
+def dump_compact(
+    data: dict[str, Any], given: dict[str, Pieces] | None = None
+) -> tuple[bytes, dict[str, list[int]]]:
+    """`dump_index` of a large index (compact), key by key, with where each top-level value lies:
+    (bytes, {key: [start, end]}). `given`: values already serialised, as pieces (the unparsed
+    write path), used as they are; the bytes are the ones `orjson.dumps` of the whole index gives
+    (tests/integrity/test_index_append.py)."""
+    parts: Pieces = [b"{"]
+    spans: dict[str, list[int]] = {}
+    pos = 1
+    for n, (k, v) in enumerate(data.items()):
+        if not isinstance(k, str):
+            raise TypeError("an index's top-level keys are text")
+        head = (b"," if n else b"") + orjson.dumps(k) + b":"
+        body = given[k] if given and k in given else [orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)]
+        parts.append(head)
+        parts += body
+        pos += len(head)
+        spans[k] = [pos, pos + sum(map(len, body))]
+        pos = spans[k][1]
+    parts.append(b"}")
+    return b"".join(parts), spans
 
 
 _CRASH_AT = settings.crash_at()
@@ -78,6 +108,94 @@ def build_maps(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# What stays unparsed: the entries and the three maps with a key per entry (the small maps, one
+# key per kind, status or tag, are parsed).
+UNPARSED = ("entries", "by_id", "by_slug", "by_wikilink")
+
+
+def names_digest(names: list[str]) -> str:
+    """One digest of a set of file names, given sorted: what a write compares the folder's
+    listing with instead of every indexed file name (`RawEntries`)."""
+    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class RawEntries:
+    """The entries and the per-entry maps (`UNPARSED`) of a large index left as the bytes
+    box-memory wrote (`spans`: where each top-level value lies; `load_index(raw_ok=True)`), so a
+    write that appends an entry does not parse them: at 40,000 entries the parse, and freeing
+    what it made, are most of a write's CPU. Only for bytes whose layout this user's box-memory
+    recorded as it wrote them (`_LAYOUT`), with `by_id` naming every entry at its position (an id
+    is new when `by_id` lacks it) and, when it could tell:
+    - `plain_slugs`: every entry has a text slug, all lowercase ASCII (their case-folded forms are
+      themselves, so a slug is taken when `"slug":"<it>"` is in the bytes);
+    - `names`: the digest (`names_digest`) of the set of indexed file names, for the drift check.
+    `added`: keys appended to the unparsed maps; `listed`: the folder's memory files, sorted, once
+    the listing was found to match `names`."""
+
+    raw: bytes
+    spans: dict[str, list[int]]
+    count: int
+    plain_slugs: bool = False
+    names: str | None = None
+    added: dict[str, dict[str, Any]] = field(default_factory=lambda: {k: {} for k in UNPARSED[1:]})
+    listed: list[str] | None = None
+    on_disk: set[str] = field(default_factory=set)  # `listed`, as a set
+    source: list[str] | None = None  # the folder listing last found to match
+
+    def value(self, key: str) -> memoryview:
+        start, end = self.spans[key]
+        return memoryview(self.raw)[start:end]
+
+    def has(self, key: str, name: str) -> bool:
+        """Whether map `key` holds `name` (its bytes, or what was added to it)."""
+        if name in self.added[key]:
+            return True
+        start, end = self.spans[key]
+        enc = orjson.dumps(name) + b":"
+        # A key follows "{" or ","; inside a string every quote is escaped, so this is a key.
+        return self.raw.find(b"{" + enc, start, end) >= 0 or self.raw.find(b"," + enc, start, end) >= 0
+
+    def may_have_slug(self, slug: str) -> bool:
+        """False when no entry has this slug (case-folded), else True (perhaps; parse to know)."""
+        if not self.plain_slugs or not slug.isascii() or slug != slug.lower():
+            return True
+        start, end = self.spans["entries"]
+        # The closing quote is in the pattern: a longer slug is not matched.
+        return self.raw.find(b'"slug":' + orjson.dumps(slug), start, end) >= 0
+
+    def pieces(self, key: str, added: list[bytes]) -> Pieces:
+        """The value of `key` with `added` (serialised items) appended before its closing bracket."""
+        whole = self.value(key)
+        if not added:
+            return [whole]
+        empty = len(whole) == 2
+        return [whole[:-1], b"" if empty else b",", b",".join(added), whole[-1:]]
+
+    def parsed(self, key: str) -> Any:
+        value = orjson.loads(self.value(key))
+        if key != "entries":
+            value.update(self.added[key])
+        return value
+
+
+def _plain_slugs(entries: list[dict[str, Any]]) -> bool:
+    """Every entry's slug is text, lowercase ASCII (`RawEntries.plain_slugs`)."""
+    slugs = list(map(dict.get, entries, repeat("slug")))
+    if set(map(type, slugs)) - {str}:
+        return False
+    joined = "".join(map(str, slugs))
+    return joined.isascii() and joined == joined.lower()
+
+
+def _indexed_names(entries: list[dict[str, Any]], data: dict[str, Any]) -> list[str] | None:
+    """The indexed file names as the drift check sees them, sorted; None with orphans recorded
+    (the drift check counts those too: left to a parse)."""
+    if data.get("orphans"):
+        return None
+    return sorted(set(map(str, map(dict.get, entries, repeat("filename")))))
+
+
 @dataclass
 class FolderIndex:
     folder: str  # workspace-relative, no trailing slash
@@ -87,6 +205,62 @@ class FolderIndex:
     _dirty: bool = field(default=False, repr=False)
     _ids: tuple[list[dict[str, Any]], int, set[str]] | None = field(default=None, repr=False)
     _kept_as: str | None = field(default=None, repr=False)  # its data is kept under this key
+    _raw: RawEntries | None = field(default=None, repr=False)  # entries not parsed yet
+    _layout: Layout | None = field(default=None, repr=False)  # of its last bytes
+    _written: list[dict[str, Any]] = field(default_factory=list, repr=False)  # spliced in unparsed
+
+    def raw(self) -> RawEntries | None:
+        """The unparsed part, while `data` has no "entries" of its own (a repair sets them)."""
+        if self._raw is not None and "entries" in self.data:
+            self._raw = None
+        return self._raw
+
+    def _parse_raw(self) -> None:
+        """Parse what was left unparsed, in place: `data` keeps its identity and key order."""
+        raw = self.raw()
+        if raw is None:
+            return
+        self._raw = None
+        values = {k: raw.parsed(k) for k in UNPARSED}
+        values["entries"].extend(self._appended)
+        items = [
+            (k, values[k] if k in values else self.data[k])
+            for k in raw.spans
+            if k in values or k in self.data
+        ]
+        rest = [(k, v) for k, v in self.data.items() if k not in raw.spans]
+        self.data.clear()
+        self.data.update(items)
+        self.data.update(rest)
+
+    def count(self) -> int:
+        raw = self.raw()
+        return raw.count + len(self._appended) if raw is not None else len(self.entries)
+
+    def listing_matches(self, names: list[str], on_disk: set[str] | None = None) -> bool:
+        """Whether the memory files among a folder's `names` (`on_disk` when the caller has them)
+        are the set of file names the unparsed entries index; False when parsed or not known to
+        match. The drift check and the slot scan of one write ask it of the same listing."""
+        raw = self.raw()
+        if raw is None or raw.names is None or self._appended:
+            return False
+        if raw.source is names:
+            return True
+        on_disk = memory_names(names) if on_disk is None else on_disk
+        if raw.listed is None:
+            listed = sorted(on_disk)
+            if names_digest(listed) != raw.names:
+                return False
+            raw.listed, raw.on_disk = listed, on_disk
+        raw.source = names if on_disk == raw.on_disk else None
+        return raw.source is names
+
+    def may_have_slug(self, slug: str) -> bool:
+        """False when no entry has this slug (case-folded) without parsing; else True."""
+        raw = self.raw()
+        if raw is None or any(str(e.get("slug")).casefold() == slug.casefold() for e in self._appended):
+            return True
+        return raw.may_have_slug(slug)
 
     def release(self) -> None:
         """About to change `data` in place: whatever this index's save kept of it in the process
@@ -99,6 +273,8 @@ class FolderIndex:
 
     @property
     def entries(self) -> list[dict[str, Any]]:
+        if self._raw is not None:
+            self._parse_raw()
         entries: list[dict[str, Any]] = self.data.setdefault("entries", [])
         return entries
 
@@ -118,6 +294,11 @@ class FolderIndex:
         return str(self.data.get("updated_at") or "")
 
     def get(self, mem_id: str) -> dict[str, Any] | None:
+        raw = self.raw()
+        if raw is not None:
+            found = next((e for e in chain(self._appended, self._written) if e.get("id") == mem_id), None)
+            if found is not None or not raw.has("by_id", mem_id):
+                return found  # by_id names every unparsed entry (RawEntries)
         pos = (self.data.get("by_id") or {}).get(mem_id)
         if isinstance(pos, int) and 0 <= pos < len(self.entries) and self.entries[pos].get("id") == mem_id:
             return self.entries[pos]
@@ -128,6 +309,12 @@ class FolderIndex:
 
     def upsert(self, entry: dict[str, Any]) -> None:
         self.release()
+        raw = self.raw()
+        if raw is not None:
+            if not raw.has("by_id", entry["id"]) and all(e.get("id") != entry["id"] for e in self._appended):
+                self._appended.append(entry)  # a new memory: the unparsed entries stay so
+                return
+            self._parse_raw()
         pos_map = (self.data.get("by_id") or {}).get(entry["id"])
         if (
             isinstance(pos_map, int)
@@ -171,11 +358,43 @@ class FolderIndex:
         d["updated_at"] = now_iso()
         if tier is not None:
             d.setdefault("tier", tier)
-        d["entry_count"] = len(self.entries)
+        d["entry_count"] = self.count()
         if not self._append_maps():
             d.update(build_maps(self.entries))
-        self._appended = []
+        if self.raw() is None:
+            self._appended = []  # (the unparsed path splices them in `to_bytes`)
         self._dirty = False
+
+    def _append_raw(self, raw: RawEntries) -> bool:
+        """`_append_maps` over unparsed maps: an appended entry's keys go at the end of each map;
+        False (the caller parses and rebuilds) when a 1:1 map already holds one of them (which
+        entry wins depends on the holder) or a small map is not a map."""
+        new, d = self._appended, self.data
+        if self._dirty or not new:
+            return False
+        small: dict[str, dict[str, Any]] = {}
+        for k in INDEX_MAPS:
+            m = d.get(k)
+            if k not in UNPARSED and not isinstance(m, dict):
+                return False
+            small[k] = m if isinstance(m, dict) else {}
+        for name, key in (("by_slug", "slug"), ("by_wikilink", "title")):
+            vals = [str(e[key]) for e in new if e.get(key)]
+            if len(set(vals)) != len(vals) or any(raw.has(name, v) for v in vals):
+                return False
+        if any(e.get("companion_for") for e in new):
+            return False
+        for pos, e in enumerate(new, start=raw.count):
+            mid = e["id"]
+            raw.added["by_id"][mid] = pos
+            small["by_kind"].setdefault(e.get("kind"), []).append(mid)  # type: ignore[arg-type]
+            small["by_status"].setdefault(e.get("status"), []).append(mid)  # type: ignore[arg-type]
+            for t in e.get("tags") or ():
+                small["by_tag"].setdefault(t, []).append(mid)
+            for name, key in (("by_slug", "slug"), ("by_wikilink", "title")):
+                if e.get(key):
+                    raw.added[name][str(e[key])] = mid
+        return True
 
     def _append_maps(self) -> bool:
         """Extend the loaded maps for entries only appended (a plain write): no full rebuild.
@@ -183,6 +402,9 @@ class FolderIndex:
         Used only when the loaded maps are provably in step with the loaded entries; anything
         else (replaced or removed entries, entries set wholesale) rebuilds every map.
         """
+        raw = self.raw()
+        if raw is not None:
+            return self._append_raw(raw)
         new = self._appended
         d = self.data
         by_id = d.get("by_id")
@@ -221,7 +443,78 @@ class FolderIndex:
         return True
 
     def to_bytes(self) -> bytes:
-        return dump_index(self.data)
+        """The index's file bytes (`dump_index`); what was left unparsed is spliced in as it is,
+        with what was appended. Records where the values lie (`_layout`) when a later write may
+        splice into these bytes again."""
+        raw = self.raw()
+        self._layout = None
+        if raw is None:
+            if len(self.entries) <= COMPACT_ABOVE:
+                return dump_index(self.data)
+            out = dump_index(self.data)
+            spans = _spans(self.data, len(out))
+            if spans is not None and _in_step(self.data.get("by_id"), self.entries):
+                names = _indexed_names(self.entries, self.data)
+                digest = names_digest(names) if names is not None else None
+                self._layout = (len(self.entries), spans, _plain_slugs(self.entries), digest)
+            return out
+        opts = orjson.OPT_NON_STR_KEYS
+        new = self._appended
+        added = [orjson.dumps(e, option=opts) for e in new]
+        given = {"entries": raw.pieces("entries", added)}
+        for k in UNPARSED[1:]:
+            given[k] = raw.pieces(
+                k, [orjson.dumps(a) + b":" + orjson.dumps(v) for a, v in raw.added[k].items()]
+            )
+        placed = {k: self.data.get(k) for k in raw.spans if k in UNPARSED or k in self.data}
+        placed.update(self.data)
+        out, spans = dump_compact(placed, given)
+        n = raw.count + len(new)
+        listed = None
+        if raw.listed is not None and not self.data.get("orphans"):
+            listed = list(raw.listed)
+            for name in map(str, map(dict.get, new, repeat("filename"))):
+                at = bisect.bisect_left(listed, name)
+                if at == len(listed) or listed[at] != name:
+                    listed.insert(at, name)
+        plain = raw.plain_slugs and _plain_slugs(new)
+        digest = names_digest(listed) if listed is not None else None
+        if len(raw.added["by_id"]) == len(new):  # (by_id still names every entry)
+            self._layout = (n, spans, plain, digest)
+        # From here on this index is the bytes just made (what its save writes).
+        self._raw = RawEntries(out, spans, n, plain, digest, listed=listed, on_disk=set(listed or ()))
+        self._written += new  # (`get` answers for them without a parse)
+        self._appended = []
+        return out
+
+
+def _spans(data: dict[str, Any], size: int) -> dict[str, list[int]] | None:
+    """Where each top-level value lies in `dump_index(data)` (compact, `size` bytes): every value
+    but the entries dumped again to measure it (the entries take what is left), rather than the
+    whole index dumped piece by piece and joined (`dump_compact`: a copy of all its bytes)."""
+    if not all(isinstance(k, str) for k in data):
+        return None
+    heads = [(b"," if n else b"") + orjson.dumps(k) + b":" for n, k in enumerate(data)]
+    opts = orjson.OPT_NON_STR_KEYS
+    sizes = {k: 0 if k == "entries" else len(orjson.dumps(v, option=opts)) for k, v in data.items()}
+    sizes["entries"] = size - 2 - sum(map(len, heads)) - sum(sizes.values())
+    spans: dict[str, list[int]] = {}
+    pos = 1
+    for head, k in zip(heads, data, strict=True):
+        pos += len(head)
+        spans[k] = [pos, pos + sizes[k]]
+        pos += sizes[k]
+    return spans
+
+
+def _in_step(by_id: Any, entries: list[dict[str, Any]]) -> bool:
+    """`by_id` names every entry, in order, at its position (what a write appending to the
+    unparsed entries relies on: an id is new when `by_id` lacks it)."""
+    return (
+        isinstance(by_id, dict)
+        and list(by_id.values()) == list(range(len(entries)))
+        and list(by_id) == list(map(dict.get, entries, repeat("id")))
+    )
 
 
 def parse_index(raw: bytes, where: str, *, checked: bool = False) -> dict[str, Any]:
@@ -342,10 +635,18 @@ def _checked_before(ws: Workspace) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _mark_checked(ws: Workspace, path: str, sig: str | None) -> None:
+# Beside each index's signature: where the entries array lies in the bytes it names, when a write
+# may splice into them without parsing them (`RawEntries`): [signature, *Layout].
+_LAYOUT = "layout\0"
+
+
+def _mark_checked(ws: Workspace, path: str, sig: str | None, layout: Layout | None = None) -> None:
     if sig is None:
         return
     marks = {**_checked_before(ws), path: sig}
+    marks.pop(_LAYOUT + path, None)
+    if layout is not None:
+        marks[_LAYOUT + path] = [sig, *layout]
     target = _checked_file(ws)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
@@ -405,8 +706,60 @@ def _take_kept(key: str, sig: str | None) -> dict[str, Any] | None:
     return _copied(kept[1])
 
 
-def load_index(ws: Workspace, folder: str) -> FolderIndex:
+def _load_raw(ws: Workspace, folder: str, path: str) -> FolderIndex | None:
+    """The index with its entries and per-entry maps left unparsed (`RawEntries`), when its file
+    is still the one whose layout this user's box-memory recorded as it wrote it; else None."""
+    sig = ws.store.signature(path)
+    hint = _checked_before(ws).get(_LAYOUT + path) if sig is not None else None
+    if not (isinstance(hint, list) and len(hint) == 5 and hint[0] == sig):
+        return None
+    _, count, spans, plain, names = hint
+    try:
+        raw = ws.store.read_bytes(path)
+    except (NotFound, UnreadableFile, OutsideWorkspace):
+        return None  # the full load says what is wrong
+    if ws.store.signature(path) != sig or not _spans_fit(raw, spans) or not isinstance(count, int):
+        return None
+    data: dict[str, Any] = {}
+    try:
+        for k, (start, end) in spans.items():
+            if k not in UNPARSED:
+                data[k] = orjson.loads(memoryview(raw)[start:end])
+    except orjson.JSONDecodeError:
+        return None
+    if not all(isinstance(data.get(k), dict) for k in INDEX_MAPS if k not in UNPARSED):
+        return None
+    digest = names if isinstance(names, str) else None
+    return FolderIndex(folder, data, _raw=RawEntries(raw, spans, count, plain is True, digest))
+
+
+def _spans_fit(raw: bytes, spans: Any) -> bool:
+    """The recorded layout tiles these bytes: each key and value where it was, nothing between."""
+    if not isinstance(spans, dict) or not all(k in spans for k in UNPARSED) or raw[:1] != b"{":
+        return False
+    pos = 1
+    for n, (k, span) in enumerate(spans.items()):
+        head = (b"," if n else b"") + orjson.dumps(k) + b":"
+        if not (isinstance(span, list) and len(span) == 2 and raw.startswith(head, pos)):
+            return False
+        start, end = span
+        if start != pos + len(head) or not (isinstance(end, int) and start < end <= len(raw)):
+            return False
+        pos = end
+    opening = {k: raw[spans[k][0] : spans[k][0] + 1] for k in UNPARSED}
+    if opening != {"entries": b"[", "by_id": b"{", "by_slug": b"{", "by_wikilink": b"{"}:
+        return False
+    return pos == len(raw) - 1 and raw[pos:] == b"}"
+
+
+def load_index(ws: Workspace, folder: str, *, raw_ok: bool = False) -> FolderIndex:
+    """The folder's index. `raw_ok` (a single write in a CLI process, on a local folder): its
+    entries may be left unparsed (`RawEntries`) until something needs more than to append one."""
     path = join(folder, INDEX_NAME)
+    if raw_ok and _parsed is None and ws.store.local_root is not None:
+        found = _load_raw(ws, folder, path)
+        if found is not None:
+            return found
     key = _kept_key(ws, path)
     sig = None
     if key is not None:
@@ -455,15 +808,16 @@ def save_index(ws: Workspace, idx: FolderIndex) -> None:
     file_id = ws.store.write_bytes(path, raw)
     if file_id and idx.data.get("folder_id") and not idx.data.get("index_file_id"):
         idx.data["index_file_id"] = file_id  # the first upload made it: the next save records it
-    sig = _saved(ws, path, len(raw))
+    sig = _saved(ws, path, len(raw), idx._layout)
     if key is not None and sig is not None:
         _keep_saved(key, sig, idx)
 
 
-def _saved(ws: Workspace, path: str, size: int) -> str | None:
+def _saved(ws: Workspace, path: str, size: int, layout: Layout | None = None) -> str | None:
     """The signature of an index file just written (under the writers' lock: no writer that
     follows the format replaces it before this stat), or None when it is not what was written
-    (another size) or nothing is to be remembered of it; a large one is marked checked."""
+    (another size) or nothing is to be remembered of it; a large one is marked checked, with
+    `layout` (where its entries lie) when the next write may splice into it."""
     if _parsed is None and (ws.store.local_root is None or size < CHECKED_MIN_BYTES):
         return None
     st = ws.store.stat(path)
@@ -471,7 +825,7 @@ def _saved(ws: Workspace, path: str, size: int) -> str | None:
         return None
     sig = ws.store.signature(path)
     if size >= CHECKED_MIN_BYTES and ws.store.local_root is not None:
-        _mark_checked(ws, path, sig)
+        _mark_checked(ws, path, sig, layout)
     return sig
 
 
@@ -658,6 +1012,11 @@ def is_memory_file(name: str) -> bool:
 _MEMORY_NAME = re.compile(r"[^.].*\.md\Z", re.DOTALL)  # is_memory_file but SKIP_MD, for filter()
 
 
+def memory_names(listed: list[str]) -> set[str]:
+    """The memory files among a folder's names (`is_memory_file`), at C speed."""
+    return set(filter(_MEMORY_NAME.match, listed)) - SKIP_MD
+
+
 def drift(
     ws: Workspace,
     idx: FolderIndex,
@@ -685,7 +1044,9 @@ def drift(
         listing = [e for e in full if not e.is_dir and is_memory_file(e.name)]
     if quick and not listing:
         listed = ws.store.list_names(idx.folder) if names is None else names
-        on_disk = set(filter(_MEMORY_NAME.match, listed)) - SKIP_MD
+        on_disk = memory_names(listed)
+        if idx.listing_matches(listed, on_disk):
+            return reasons  # the unparsed index lists these very names (and records no orphans)
     else:
         on_disk = {e.name for e in listing}
     indexed = set(map(str, map(dict.get, idx.entries, repeat("filename"))))

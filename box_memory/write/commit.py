@@ -25,6 +25,7 @@ from box_memory.errors import (
     TooLargeForBox,
 )
 from box_memory.format import frontmatter
+from box_memory.format.ids import next_free_slug
 from box_memory.format.model import IndexEntry, Memory, index_entry
 from box_memory.format.names import conflict_copies
 from box_memory.store.base import AlreadyExists, join
@@ -126,13 +127,16 @@ def check_index_room(ws: Workspace, folder: str) -> None:
     )
 
 
-def load_for_write(ws: Workspace, folder: str, warnings: list[str]) -> tuple[FolderIndex, list[str]]:
+def load_for_write(
+    ws: Workspace, folder: str, warnings: list[str], *, raw_ok: bool = False
+) -> tuple[FolderIndex, list[str]]:
     """The folder's index for a write (caller holds the lock), repaired first if it drifted, and
     the folder's names (listed once: the drift check and the free names share the listing).
-    Refused before anything is read or written when one more entry could take the folder's index
-    past what the store takes in one upload (Box: 50 MB)."""
+    `raw_ok`: its entries may stay unparsed (`load_index`). Refused before anything is read or
+    written when one more entry could take the folder's index past what the store takes in one
+    upload (Box: 50 MB)."""
     check_index_room(ws, folder)
-    idx = load_index(ws, folder)
+    idx = load_index(ws, folder, raw_ok=raw_ok)
     names = ws.store.list_names(folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (
         reasons := drift(ws, idx, quick=True, names=names)
@@ -162,22 +166,71 @@ class FolderSlots:
     """
 
     taken: set[str]
-    by_slug: dict[str, dict[str, Any]]
+    _by_slug: dict[str, dict[str, Any]] | None
     copies: list[str] = field(default_factory=list)  # sync conflict copies the index does not hold
     names: set[str] = field(default_factory=set)  # case-folded: Box, macOS and Windows fold case
+    # An index whose entries are unparsed (`FolderIndex.raw`): `taken` holds only the slugs added
+    # since; what it does not hold is asked of the index, which is parsed when it cannot tell.
+    _idx: FolderIndex | None = None
+    _free: set[str] = field(default_factory=set)  # slugs such an index was found not to hold
 
     @classmethod
     def scan(cls, idx: FolderIndex, listed: list[str]) -> FolderSlots:
         """From the index and the folder's names (`listed`), built with map/zip rather than a
         Python loop per entry: at 40,000 entries this is a write's largest cost after the index's
-        own read and parse."""
+        own read and parse. An unparsed index whose file names are the listing's memory files
+        (`FolderIndex.listing_matches`) adds no name of its own and is not scanned."""
+        names = set(map(str.casefold, listed))
+        if idx.raw() is not None and idx.listing_matches(listed):
+            return cls(set(), None, unmerged_copies(idx, listed), names, idx)
         entries = idx.entries
         slugs = list(map(str, map(dict.get, entries, repeat("slug"))))
         taken = set(map(str.casefold, slugs))
-        names = set(map(str.casefold, listed))
         names.update(map(str.casefold, map(str, filter(None, map(dict.get, entries, repeat("filename"))))))
         by_slug = dict(zip(reversed(slugs), reversed(entries), strict=True))  # the first entry wins
         return cls(taken, by_slug, copies=unmerged_copies(idx, listed), names=names)
+
+    def _parse(self) -> dict[str, dict[str, Any]]:
+        """Scan the unparsed index now (parsing it): `taken` and the entries by slug in full."""
+        if self._by_slug is None:
+            entries = self._idx.entries if self._idx is not None else []
+            slugs = list(map(str, map(dict.get, entries, repeat("slug"))))
+            self.taken |= set(map(str.casefold, slugs))
+            self._by_slug = dict(zip(reversed(slugs), reversed(entries), strict=True))
+        return self._by_slug
+
+    @property
+    def by_slug(self) -> dict[str, dict[str, Any]]:
+        """The first entry of each slug (the entries parsed, if they were not)."""
+        return self._parse()
+
+    def _absent(self, slug: str) -> bool:
+        """An unparsed index holds no entry of `slug` (case-folded), known without parsing it."""
+        if self._by_slug is not None or self._idx is None or slug.casefold() in self.taken:
+            return False
+        if slug not in self._free:  # (a search of the index's bytes: asked once per slug)
+            if self._idx.may_have_slug(slug):
+                return False
+            self._free.add(slug)
+        return True
+
+    def first(self, slug: str) -> dict[str, Any] | None:
+        """The first entry of `slug`, without parsing an unparsed index that has none."""
+        return None if self._absent(slug) else self._parse().get(slug)
+
+    def free_slug(self, base: str) -> str:
+        """`base`, else `base-2`, ... - the first no entry has (`next_free_slug`)."""
+        if self._absent(base):
+            return base
+        self._parse()
+        return next_free_slug(base, self.taken)
+
+    def added(self, slug: str, entry: dict[str, Any] | None) -> None:
+        """A write added `entry` of `slug` to the index (None: the index's entries are unparsed)."""
+        self.taken.add(slug)
+        self._free.discard(slug)
+        if self._by_slug is not None and entry is not None:
+            self._by_slug.setdefault(slug, entry)
 
     def free_name(self, kind: str, slug: str) -> str:
         """`<kind>__<slug>.md`, or with the next free -2, -3 ... when a file holds that name."""
@@ -204,8 +257,8 @@ class Transaction:
     def folder(self, folder: str) -> tuple[FolderIndex, FolderSlots]:
         """The folder's index (repaired first if it drifted) and its taken names, opened once."""
         if folder not in self.open:
-            idx, listed = load_for_write(self.ws, folder, self.warnings)
-            if len(idx.entries) > FREEZE_ABOVE:
+            idx, listed = load_for_write(self.ws, folder, self.warnings, raw_ok=not self.batch)
+            if idx.count() > FREEZE_ABOVE:
                 self.froze = True
                 gc.freeze()  # see FREEZE_ABOVE
             slots = FolderSlots.scan(idx, listed)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from box_memory.errors import DuplicateMemory, NotFound
-from box_memory.format.ids import new_id, next_free_slug, slugify, validate_title
+from box_memory.format.ids import new_id, slugify, validate_title
 from box_memory.format.model import KINDS, Memory, now_iso
 from box_memory.format.names import fit_slug
 from box_memory.result import Result
@@ -99,7 +99,7 @@ class MemoryPlacement:
             if prior is not None:
                 return {**prior, "team": ws.team_of(draft.team), "folder": folder + "/"}
         self._refuse_duplicate(slots, base, draft.title)
-        meta = self._meta(ws, draft, next_free_slug(base, slots.taken))
+        meta = self._meta(ws, draft, slots.free_slug(base))
         # A batch defers index saves, except when the superseded memory sits in another folder.
         save = single or (old is not None and old.located.folder != folder)
         done = self._commit(tx, idx, slots, meta, old, save, draft)
@@ -142,10 +142,10 @@ class MemoryPlacement:
             return prior
         if self.p.new_slug:
             return None
-        return earlier_attempt(ws, idx, slots.by_slug.get(base), memory_filename(str(d.kind), base), same)
+        return earlier_attempt(ws, idx, slots.first(base), memory_filename(str(d.kind), base), same)
 
     def _refuse_duplicate(self, slots: FolderSlots, base: str, title: str) -> None:
-        same = slots.by_slug.get(base)
+        same = slots.first(base)
         if (
             same is not None
             and str(same.get("title", "")).casefold() == title.casefold()
@@ -202,7 +202,7 @@ class MemoryPlacement:
             # asked for (the plugin's "slug stable"); only its file name takes the next free
             # suffix, and the index maps the slug to that file.
             slots.names.add(attempt[0].casefold())
-            if len(slots.names) > 100_000 + len(idx.entries):
+            if len(slots.names) > 100_000 + idx.count():
                 raise AlreadyExists(f"no free file name for {m['slug']!r} in {folder}/")
             attempt[0] = slots.free_name(kind, str(m["slug"]))
             return attempt[0]
@@ -211,10 +211,11 @@ class MemoryPlacement:
             idx, meta, render_body(d.title, self.p.content), attempt[0], old=old, rename=next_name, save=save
         )
         slug = str(meta["slug"])
-        slots.taken.add(slug)
         slots.names.add(done.filename.casefold())
-        if idx.entries and idx.entries[-1].get("id") == mem_id:
-            slots.by_slug.setdefault(slug, idx.entries[-1])
+        if idx.raw() is not None:
+            slots.added(slug, None)  # entries unparsed: only the slug is recorded
+        elif idx.entries and idx.entries[-1].get("id") == mem_id:
+            slots.added(slug, idx.entries[-1])
         if old is not None and old.located.folder == folder:
             entry = idx.get(old.mem.id)
             if entry is not None and slots.by_slug.get(old.mem.slug, {}).get("id") == old.mem.id:
