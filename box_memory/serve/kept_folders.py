@@ -15,6 +15,11 @@ say nothing else changed the folder since:
   a read error, and the names are dropped: the next write lists and checks as always, and watches
   again from before that listing.
 
+The listing the local store keeps of the folder for its case-folded name check (`LocalStore.
+_listing`, valid while the folder's time is unchanged) is declared current the same way
+(`listing_still`): the write's own index save changed the folder's time, and the next write would
+otherwise list the folder again for that check.
+
 Where a watch cannot be trusted (not Linux, not a local filesystem: `FolderWatch.start`) nothing
 is kept. The CLI keeps nothing (one write per process). Temp files (`TMP_PREFIX`) are not names a
 write looks at: their events are ignored.
@@ -28,6 +33,7 @@ from typing import Any
 
 from box_memory.format.model import TMP_PREFIX
 from box_memory.recall.watch import FolderWatch
+from box_memory.store.base import as_kept_listings
 from box_memory.workspace.index import FolderIndex
 from box_memory.workspace.resolve import INDEX_NAME, Workspace
 from box_memory.write.commit import FolderSlots
@@ -103,6 +109,9 @@ class KeptFolders:
         watch, began, self._open = self.watch, self._open, {}
         if watch is None or not began:
             return
+        listings = as_kept_listings(ws.store)
+        # Taken before the events are read: a change after them shows as a newer folder time.
+        marks = {f: listings.listing_mark(f) for f in opened} if listings is not None else {}
         events = watch.changed()
         paths = {self._path(folder): (idx, slots) for folder, (idx, slots) in opened.items()}
         self._forget_changed(events, set(paths))
@@ -123,6 +132,8 @@ class KeptFolders:
             if not all(os.path.lexists(os.path.join(path, n)) for n in created):  # noqa: PTH118
                 continue
             self.kept[path] = _Kept(idx.data, slots, checked)
+            if listings is not None:
+                listings.listing_still(marks.get(idx.folder))
 
     def close(self) -> None:
         if self.watch is not None:

@@ -333,3 +333,29 @@ def test_a_change_made_while_a_write_runs_is_seen_by_the_next_write(
     assert any("repaired drifted index of memories/" in w for w in warnings), warnings
     ids = _index_ids(root)
     assert (foreign[0] in ids) if foreign else (two["id"] not in ids)
+
+
+def test_a_reused_write_lists_its_folder_not_at_all_and_one_after_a_change_does(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the drift check nor the store's case-folded name check lists the folder on a write
+    that takes the names its last write left; after a file added behind its back, both see it."""
+    _needs_watch(root)
+    server = MemoryServer(workspace=str(root))
+    _write(server, "Own note")
+    _write(server, "Own note two")
+    listed: list[str] = []
+    real = os.listdir
+
+    def spy(path: Any = ".") -> list[str]:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", spy)
+    memories = str(root / "memories")
+    _write(server, "Own note three")
+    assert memories not in listed, listed
+    (root / "memories" / "NOTE__Own-Note-Four.md").write_text("not a memory\n", encoding="utf-8")
+    made = _write(server, "Own note four")
+    assert memories in listed
+    assert made["file"] == "memories/note__own-note-four-2.md"  # the case twin's name is taken
