@@ -55,9 +55,11 @@ def _no_held_recall_caches() -> Iterator[None]:
     yield
     from box_memory.recall.cache import close_held
     from box_memory.workspace.index import forget_parsed
+    from box_memory.write.commit import keep_folders
 
     close_held()
     forget_parsed()
+    keep_folders(None)
 
 
 class Cli:

@@ -18,7 +18,9 @@ missing workspace is the first tool call's error. The resolved location is cache
 stays open between calls while its config file is unchanged (one stat per call), and so does its
 recall cache, which every call still checks against the folders first (`recall.cache.keep_open`),
 and the folder indexes it parsed or saved, used again while each file's stat is unchanged
-(`workspace.index.keep_parsed`: a write parses no index it already holds); a Box workspace is
+(`workspace.index.keep_parsed`: a write parses no index it already holds), and each write folder's
+names as the server's last write left them, while a watch shows nothing else changed the folder
+(`serve.kept_folders`: such a write neither lists its folder nor checks it for drift); a Box workspace is
 opened afresh per call, as a command would (its store keeps per-command listing caches, which must
 not outlive the call).
 
@@ -145,6 +147,7 @@ class MemoryServer:
         self._ws: Workspace | None = None  # the open local workspace, kept while its config is
         self._config_sig: str | None = None  # unchanged (this stat of `_box-memory.json`)
         self._tools: list[Any] | None = None
+        self._folders: Any = None  # serve.kept_folders.KeptFolders, once a local workspace is open
 
     def workspace(self) -> Workspace:
         """Resolve on first use (never at start-up), cache the location, open it for this call
@@ -166,8 +169,18 @@ class MemoryServer:
         ws = open_workspace(self._spec)
         keep_open()
         keep_parsed()
+        self._keep_folders()
         self._ws, self._config_sig = ws, sig
         return ws
+
+    def _keep_folders(self) -> None:
+        """Writes keep their folders' names between calls (`serve.kept_folders`)."""
+        from box_memory.serve.kept_folders import KeptFolders
+        from box_memory.write.commit import keep_folders
+
+        if self._folders is None:
+            self._folders = KeptFolders()
+        keep_folders(self._folders)
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
         """(structured result, is_error). Every failure is a result; UnknownTool is the exception."""

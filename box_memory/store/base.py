@@ -207,6 +207,16 @@ class BatchReads(Protocol):
     def read_files(self, paths: list[str]) -> dict[str, tuple[os.stat_result, bytes | None]]: ...
 
 
+@runtime_checkable
+class KeptListings(Protocol):
+    """A local folder: the listing it keeps of a folder for its case-folded name check, declared
+    current again by a caller that knows nothing but itself changed the folder since (a watch:
+    `serve.kept_folders`); `listing_mark` is taken before the caller looks for other changes."""
+
+    def listing_mark(self, path: str) -> Any: ...
+    def listing_still(self, mark: Any) -> None: ...
+
+
 _MEMBERS: dict[type, tuple[str, ...]] = {}
 
 
@@ -312,3 +322,8 @@ def logical_folder_paths(folder_ids: Any, teams: Any = None) -> dict[str, str]:
             team, part = m.group(1), m.group(2)
             out[f"teams/{team}" if part == "root" else f"teams/{team}/{part}"] = fid
     return out
+
+
+def as_kept_listings(store: Store) -> KeptListings | None:
+    """The store as one whose kept folder listings a watching caller may carry over, else None."""
+    return store if offers(store, KeptListings) else None  # type: ignore[return-value]

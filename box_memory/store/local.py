@@ -25,7 +25,7 @@ from box_memory.errors import (
     NotFound,
     Unreadable,
 )
-from box_memory.format.model import LOCK_NAME, TMP_PREFIX, parse_time
+from box_memory.format.model import INDEX_NAME, LOCK_NAME, TMP_PREFIX, parse_time
 from box_memory.format.names import check_path, fold, nfc, resolve_nfc
 from box_memory.format.safeio import (
     RETRY_DELAYS_S,
@@ -300,6 +300,29 @@ class LocalStore:
         names = os.listdir(folder)  # noqa: PTH208
         self._listed[folder] = (mtime, names)
         return names
+
+    def listing_mark(self, path: str) -> tuple[Path, int, list[str]] | None:
+        """The listing kept of folder `path` (`_listing`) with the folder's time now, for
+        `listing_still`; None when none is kept or it lacks the folder's index (a first save)."""
+        folder = self._p(path)
+        hit = self._listed.get(folder)
+        if hit is None or INDEX_NAME not in hit[1]:
+            return None
+        try:
+            return folder, folder.stat().st_mtime_ns, hit[1]
+        except OSError:
+            return None
+
+    def listing_still(self, mark: tuple[Path, int, list[str]] | None) -> None:
+        """The caller knows nothing changed the folder's names since its listing but this
+        process's own creates (already added to it) and replaces: the listing is current as of
+        `mark`'s time, so the next name check does not list the folder again."""
+        if mark is None:
+            return
+        folder, mtime, names = mark
+        hit = self._listed.get(folder)
+        if hit is not None and hit[1] is names:
+            self._listed[folder] = (mtime, names)
 
     def check_root(self) -> None:
         if not self.root.is_dir():

@@ -128,15 +128,15 @@ def check_index_room(ws: Workspace, folder: str) -> None:
 
 
 def load_for_write(
-    ws: Workspace, folder: str, warnings: list[str], *, raw_ok: bool = False
+    ws: Workspace, folder: str, warnings: list[str], idx: FolderIndex | None = None, *, raw_ok: bool = False
 ) -> tuple[FolderIndex, list[str]]:
-    """The folder's index for a write (caller holds the lock), repaired first if it drifted, and
-    the folder's names (listed once: the drift check and the free names share the listing).
-    `raw_ok`: its entries may stay unparsed (`load_index`). Refused before anything is read or
-    written when one more entry could take the folder's index past what the store takes in one
-    upload (Box: 50 MB)."""
+    """The folder's index for a write (caller holds the lock; `idx`: it loaded it already),
+    repaired first if it drifted, and the folder's names (listed once: the drift check and the
+    free names share the listing). `raw_ok`: its entries may stay unparsed (`load_index`).
+    Refused before anything is read or written when one more entry could take the folder's index
+    past what the store takes in one upload (Box: 50 MB)."""
     check_index_room(ws, folder)
-    idx = load_index(ws, folder, raw_ok=raw_ok)
+    idx = load_index(ws, folder, raw_ok=raw_ok) if idx is None else idx
     names = ws.store.list_names(folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (
         reasons := drift(ws, idx, quick=True, names=names)
@@ -255,13 +255,28 @@ class Transaction:
     froze: bool = False  # this commit moved a large parsed index out of the collector's sight
 
     def folder(self, folder: str) -> tuple[FolderIndex, FolderSlots]:
-        """The folder's index (repaired first if it drifted) and its taken names, opened once."""
+        """The folder's index (repaired first if it drifted) and its taken names, opened once
+        (or, in a long-lived process, the names its last write left when nothing changed since:
+        `keep_folders`)."""
         if folder not in self.open:
-            idx, listed = load_for_write(self.ws, folder, self.warnings, raw_ok=not self.batch)
+            keeper = None if self.batch else _keeper
+            slots = None
+            listed: list[str] = []
+            if keeper is not None:  # a long-lived server: its kept index, parsed
+                check_index_room(self.ws, folder)
+                idx = load_index(self.ws, folder)
+                slots = keeper.reuse(self.ws, idx)
+                if slots is None:
+                    idx, listed = load_for_write(self.ws, folder, self.warnings, idx)
+            else:
+                idx, listed = load_for_write(self.ws, folder, self.warnings, raw_ok=not self.batch)
             if idx.count() > FREEZE_ABOVE:
                 self.froze = True
                 gc.freeze()  # see FREEZE_ABOVE
-            slots = FolderSlots.scan(idx, listed)
+            if slots is None:
+                slots = FolderSlots.scan(idx, listed)
+            if keeper is not None:
+                keeper.opened(self.ws, idx)
             if slots.copies:
                 self.warnings.append(copies_warning(folder, slots.copies))
             self.open[folder] = (idx, slots)
@@ -309,6 +324,36 @@ class Transaction:
         """Save and close every open index (a write about to touch indexes outside this batch's)."""
         self.flush()
         self.open = {}
+
+
+class FolderKeeper(Protocol):
+    """What a long-lived process (`serve`) keeps between its own writes: each folder's names as
+    its last write left them (`FolderSlots`), handed back under the lock only when it can tell
+    nothing changed the folder since; any doubt, and the write lists and checks as always."""
+
+    def reuse(self, ws: Workspace, idx: FolderIndex) -> FolderSlots | None:
+        """The kept names of `idx`'s folder, or None (then list it: it is watched from now on)."""
+
+    def opened(self, ws: Workspace, idx: FolderIndex) -> None:
+        """`idx` is open for this commit (its entries as they are now, before the write)."""
+
+    def committed(self, ws: Workspace, opened: dict[str, tuple[FolderIndex, FolderSlots]]) -> None:
+        """A commit's writes are all saved (the lock still held): keep what may be kept."""
+
+    def close(self) -> None:
+        """Keep nothing more (its watches are closed)."""
+
+
+_keeper: FolderKeeper | None = None
+
+
+def keep_folders(keeper: FolderKeeper | None) -> None:
+    """From now on (None: no longer), single writes keep their folders' names with `keeper`
+    (one at a time: the one it replaces is closed)."""
+    global _keeper
+    if _keeper is not None and _keeper is not keeper:
+        _keeper.close()
+    _keeper = keeper
 
 
 class Placement(Protocol):
@@ -359,6 +404,8 @@ def commit(
                 tx.pending += 1
                 if tx.pending >= BATCH_SAVE_EVERY:
                     tx.flush()
+            if _keeper is not None and not batch:
+                _keeper.committed(ws, tx.open)
         finally:
             if batch:
                 tx.flush()
