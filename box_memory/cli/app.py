@@ -122,6 +122,22 @@ class _Command(typer.core.TyperCommand):
 typer.main.TyperArgument = _Argument  # type: ignore[misc]
 typer.main.TyperCommand = _Command  # type: ignore[misc]
 
+_read_params = typer.main.get_params_from_function
+_params_of: dict[Any, Any] = {}
+
+
+def _params_once(func: Any) -> Any:
+    """typer reads a command's parameters from its signature twice per build (for its click
+    parameters, then for the names its callback passes on), each time evaluating every annotation
+    and copying every `Option`: once per function is enough (nothing changes what it returns)."""
+    got = _params_of.get(func)
+    if got is None:
+        got = _params_of[func] = _read_params(func)
+    return got
+
+
+typer.main.get_params_from_function = _params_once
+
 
 def _one_suggestion(app: typer.Typer) -> None:
     """click already says "Did you mean 'recall'?" for a mistyped command; typer's own copy of

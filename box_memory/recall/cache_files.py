@@ -13,7 +13,6 @@ change is not trusted (the clock may not have ticked since): such a file is read
 from __future__ import annotations
 
 import os
-import unicodedata
 from typing import Any
 
 import orjson
@@ -220,7 +219,11 @@ def _memory_name(name: str) -> bool:
 
 def _keyed(name: str) -> str:
     """A name as the cache's paths hold it (NFC: macOS hands back NFD names)."""
-    return name if name.isascii() else unicodedata.normalize("NFC", name)
+    if name.isascii():
+        return name
+    import unicodedata
+
+    return unicodedata.normalize("NFC", name)
 
 
 def _listed(st: os.stat_result) -> str:

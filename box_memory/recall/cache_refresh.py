@@ -33,7 +33,6 @@ import orjson
 from box_memory.errors import BoxMemoryError, Unreadable
 from box_memory.format.model import entry_path
 from box_memory.format.safeio import OutsideWorkspace
-from box_memory.progress import task
 from box_memory.recall.cache_db import Todo, entry_digest, rollback, signature
 from box_memory.recall.cache_files import FileChecks
 from box_memory.store.base import as_unlisted_reads, join
@@ -326,6 +325,8 @@ class RecallCache(FileChecks):
         if not items:
             return
         self._plan_bodies(items)
+        from box_memory.progress import task  # a build's bar: a warm recall reads no file
+
         bulk = self.begin_bulk(len(items))
         with task("Recall cache: reading memory files", total=len(items), unit="memories") as bar:
             for start in range(0, len(items), BATCH):
