@@ -5,6 +5,7 @@ command into click objects at start-up, ~20 ms for all of them); `app`, the full
 every command, is built on first access for tests, docs and `--help`.
 """
 
+import gc
 import importlib
 import shutil
 import sys
@@ -186,6 +187,10 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    # What is loaded by now (the standard library, typer, click) stays until the process ends:
+    # the cyclic collector need not walk it again, neither in the collections the command's own
+    # imports set off nor in the last one at exit (~5 ms of a recall's CPU in all).
+    gc.freeze()
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command in COMMAND_MODULES:
         build_app([COMMAND_MODULES[command]])(prog_name="box-memory")
