@@ -21,8 +21,8 @@ from box_memory.recall.cache import with_cache
 from box_memory.recall.cache_refresh import RecallCache
 from box_memory.recall.excerpt import excerpt, spans_out
 from box_memory.recall.query import Filters, RecallRequest, parse_filters, tokens_of
+from box_memory.recall.rank import Hit, Row, hit_order, prefer
 from box_memory.recall.routes import Search
-from box_memory.recall.rows import Hit, Row, hit_order, prefer
 from box_memory.result import Result
 from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace.resolve import Workspace
