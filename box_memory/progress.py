@@ -43,7 +43,8 @@ def allow(on: bool) -> None:
 
 
 def allowed_for(json: bool, quiet: bool) -> bool:
-    """What the CLI passes to `allow`: a terminal on stderr, and neither --json nor --quiet."""
+    """What the CLI passes to `allow`: a terminal on stderr, and neither --json nor --quiet
+    (`cli.output.run` tests the same before importing this module)."""
     return not json and not quiet and bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 

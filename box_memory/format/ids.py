@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import NewType
 
 from box_memory.errors import InvalidInput
@@ -28,19 +27,30 @@ def new_id() -> MemoryId:
 
 
 def is_memory_id(text: str) -> bool:
-    """Accepts the plugin's example ids too (they are not strict Crockford base32)."""
-    return bool(re.compile(_ID_RE).match(text) or re.compile(_LOOSE_ID_RE).match(text))
+    """Accepts the plugin's example ids too (they are not strict Crockford base32): what
+    `_LOOSE_ID_RE` matches (`_ID_RE`'s ids are among them), tested without compiling a pattern
+    (every recall asks, ~0.2 ms of its start for the two patterns)."""
+    body = text[4:-1] if text.endswith("\n") else text[4:]  # `$` also matches before a final newline
+    return text.startswith("mem_") and len(body) == 26 and body.isascii() and body.isalnum()
 
 
 def slugify(title: str) -> str:
     """Lowercase ASCII kebab-case; a title with no ASCII letters/digits gets `memory`."""
-    ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    if title.isascii():  # its own NFKD form: no unicodedata (a C extension) loaded for it
+        ascii_text = title
+    else:
+        import unicodedata
+
+        ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
     return slug[:80].rstrip("-") or "memory"
 
 
 def is_slug(text: str) -> bool:
-    return bool(re.compile(_SLUG_RE).match(text))
+    """What `_SLUG_RE` matches (lowercase ASCII words joined by single hyphens), without compiling it."""
+    if text.endswith("\n"):  # `$` also matches before a final newline
+        text = text[:-1]
+    return all(p.isascii() and p.isalnum() and (p.islower() or p.isdigit()) for p in text.split("-"))
 
 
 def next_free_slug(base: str, taken: set[str]) -> str:

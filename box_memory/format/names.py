@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from pathlib import Path
 
 from box_memory.errors import InvalidInput
@@ -51,12 +50,17 @@ _WINDOWS_CHARS_RE = r'[<>:"|?*\x00-\x1f]'
 
 
 def nfc(name: str) -> str:
+    """NFC (an ASCII name is its own NFC: no unicodedata, a C extension, loaded for it)."""
+    if name.isascii():
+        return name
+    import unicodedata
+
     return unicodedata.normalize("NFC", name)
 
 
 def fold(name: str) -> str:
     """The comparison key of a name: NFC, then case-folded (how Box, macOS and Windows compare)."""
-    return unicodedata.normalize("NFC", name).casefold()
+    return nfc(name).casefold()
 
 
 def box_drive_problem(name: str) -> str | None:

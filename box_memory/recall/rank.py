@@ -19,7 +19,7 @@ ladder reads them; then, of the others, only the bodies that can still reach the
 those (`Ladder._bodies_only`).
 
 Every step that keeps only the best `limit` candidates keeps every candidate tying the last one
-kept on score and time (`rows.hit_order` decides between them).
+kept on score and time (`hit_order`, below, decides between them).
 """
 
 from __future__ import annotations
@@ -28,16 +28,17 @@ import math
 import re
 import time
 from collections.abc import Callable, Collection
+from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from box_memory.errors import InvalidInput
 from box_memory.format.ids import normalize_tag, slugify
-from box_memory.recall.cache_db import ENTRY_COLS, folded, uts_below
+from box_memory.format.model import LIVE
+from box_memory.recall.cache_db import ENTRY_COLS, ENTRY_FIELDS, folded, uts_below
 from box_memory.recall.cache_refresh import RecallCache
 from box_memory.recall.query import Filters, tokens_of
-from box_memory.recall.rows import ORDER_TAIL, Hit, Row, json_ints
 
 WINDOW = 1024  # entries in the first rid range free-text scoring reads (then 1.5x, 2.25x...)
 SMALL = 16 * WINDOW  # up to this many entries, free-text scoring reads them all in one run
@@ -48,6 +49,80 @@ MAX_TOKENS = 32  # one bit each in the match mask; SQLite caps compound SELECTs 
 COVER = 3  # a query of this many words or more is ranked by how much of it a memory holds
 LEVELS = 10  # ...in this many steps of its words' weight (the partial scores 1.0..5.3)
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+# --- the rows and the order of hits ---------------------------------------------------------
+# Recall's view of a cached index entry: the row, the hit, and the one order of hits.
+#
+# One total order everywhere (`hit_order`): score, then the newest `updated_at` (undated last), then
+# not superseded, then the later id, then the folder. Every step that keeps only the best `limit`
+# candidates keeps, with them, every candidate tying the last one kept on what that step can see
+# (score and time), so `--limit N` is always exactly the first N of the unlimited answer.
+
+
+class Row(tuple):  # type: ignore[type-arg]
+    """One cached index entry, as selected by ENTRY_COLS (a tuple: cheap to build by the thousand)."""
+
+    __slots__ = ()
+    rid: int
+    id: str
+    folder: str
+    path: str
+    title: str
+    slug: str
+    kind: str
+    status: str
+    team: str
+    tags: str
+    updated_at: str
+    updated_ts: float | None
+    expires_ts: float | None
+    superseded_by: str | None
+    hidden: int
+    file_id: str | None
+
+
+for _i, _name in enumerate(ENTRY_FIELDS):
+    setattr(Row, _name, property(itemgetter(_i)))
+
+
+class Hit:
+    __slots__ = ("matched_on", "row", "score")
+
+    def __init__(self, row: Row, score: float, matched_on: str) -> None:
+        self.row = row
+        self.score = score
+        self.matched_on = matched_on
+
+
+# The tail of every SQL ORDER BY that cuts hits, after score and time: as `hit_order`.
+ORDER_TAIL = "e.superseded_by IS NOT NULL, e.id DESC, e.folder"
+
+
+def hit_order(hits: list[Hit]) -> list[Hit]:
+    """The one order of recall hits: best score; then newest `updated_at`, undated last; then not
+    superseded (supersede bookkeeping gives the old memory its successor's time); then the later
+    (ULID) id; then the folder ((folder, id) is unique: a total order)."""
+    out = sorted(hits, key=lambda h: h.row.folder)
+    out.sort(key=lambda h: h.row.id, reverse=True)
+    out.sort(
+        key=lambda h: (
+            -h.score,
+            h.row.updated_ts is None,
+            -(h.row.updated_ts or 0.0),
+            bool(h.row.superseded_by),
+        )
+    )
+    return out
+
+
+def json_ints(values: Any) -> str:
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
+
+
+def prefer(rows: list[Row]) -> Row:
+    """The memory a name means when several share it: live first, then the newest (as the index maps)."""
+    return max(rows, key=lambda r: (r.status in LIVE, r.updated_at, r.id))
 
 
 # --- scoring statements ----------------------------------------------------------------------

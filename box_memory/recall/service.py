@@ -17,13 +17,12 @@ import orjson
 from box_memory.errors import BoxMemoryError, InvalidInput, NotFound
 from box_memory.format.ids import is_memory_id, is_slug
 from box_memory.format.model import HIDDEN_STATUSES
-from box_memory.recall.brain_section import brain_hits
 from box_memory.recall.cache import with_cache
 from box_memory.recall.cache_refresh import RecallCache
 from box_memory.recall.excerpt import excerpt, spans_out
 from box_memory.recall.query import Filters, RecallRequest, parse_filters, tokens_of
+from box_memory.recall.rank import Hit, Row, hit_order, prefer
 from box_memory.recall.routes import Search
-from box_memory.recall.rows import Hit, Row, hit_order, prefer
 from box_memory.result import Result
 from box_memory.store.base import as_metadata_search, logical_folder_paths
 from box_memory.workspace.resolve import Workspace
@@ -65,7 +64,7 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
     import sqlite3  # loaded by the recall cache already
 
     try:
-        res.data["brain"] = brain_hits(ws, text, filters=filters) if req.brain else []
+        res.data["brain"] = _brain_hits(ws, text, filters) if req.brain else []
     except (OSError, sqlite3.Error) as e:  # BOX_MEMORY_HOME unreadable: memories still answered
         from box_memory.result import os_message
 
@@ -97,6 +96,19 @@ def recall(ws: Workspace, req: RecallRequest) -> RecallResult:
             "content": raw.decode("utf-8", "replace"),
         }
     return res
+
+
+def _brain_hits(ws: Workspace, text: str, filters: Filters) -> list[dict[str, Any]]:
+    """`brain_section.brain_hits`, whose module is imported only when it can find something: a
+    filter no document has leaves the section empty, and so does having no Box Brain store (the
+    usual case, `brain_hits`' own first two answers)."""
+    from box_memory.paths import user_dirs
+
+    if filters.entry_level() or not user_dirs().brain_db.exists():
+        return []
+    from box_memory.recall.brain_section import brain_hits
+
+    return brain_hits(ws, text, filters=filters)
 
 
 CHAIN_KEYS = ("id", "title", "slug", "status", "updated_at", "superseded_by", "local_path")

@@ -1,7 +1,7 @@
 """Which memory folders changed since the last look: Linux inotify, for a long-lived process.
 
 `serve` keeps its recall caches open; instead of a stat of every memory file on every call (the
-CLI's check, `cache_files.folder_stats`), it asks a `FolderWatch` which folders had any event
+CLI's check, `cache_refresh.folder_stats`), it asks a `FolderWatch` which folders had any event
 since the last call, and about which files: only those are stat'ed (a write into a folder of
 40,000 memories is followed by a stat of the files it wrote, not of 40,000). The kernel queues
 an inotify event inside the write that causes it, so a change made before a call began is always

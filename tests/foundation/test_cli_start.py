@@ -137,3 +137,39 @@ def test_shell_completion_answers_for_every_command() -> None:
         if isinstance(cmd, click.Group):
             text, code = next(outputs)
             assert code == 0 and values(text) >= set(cmd.commands), (path, text)
+
+
+def test_a_build_reads_each_command_signature_once(monkeypatch: Any) -> None:
+    """typer asks for a command's parameters for its click parameters and again for its callback
+    (each time evaluating every annotation): one read per function is what a build costs."""
+    reads: list[Any] = []
+
+    def counted(func: Any) -> Any:
+        reads.append(func)
+        return typer.utils.get_params_from_function(func)
+
+    monkeypatch.setattr(app_module, "_read_params", counted)
+    monkeypatch.setattr(app_module, "_params_of", {})
+    typer.main.get_command(app_module.build_app(["recall_cmd"]))
+    assert reads, "the build read no signature"
+    assert len(reads) == len(set(reads)), sorted(f.__name__ for f in reads)
+
+
+FROZEN = """
+import atexit, gc, sys
+from box_memory.cli.app import main
+atexit.register(lambda: sys.stderr.write(f"frozen {gc.get_freeze_count()}\\n"))
+sys.argv = ["box-memory", "--version"]
+main()
+"""
+
+
+def test_the_entry_point_keeps_what_is_loaded_out_of_the_cyclic_collector() -> None:
+    """The standard library, typer and click stay loaded until the process ends: the entry point
+    moves them out of the cyclic collector's reach (`gc.freeze`), which otherwise walks them in
+    every full collection the command's imports set off and once more at exit."""
+    res = subprocess.run(
+        [sys.executable, "-c", FROZEN], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    assert int(res.stderr.rsplit("frozen ", 1)[1]) > 10_000, res.stderr

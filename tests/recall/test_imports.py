@@ -48,6 +48,9 @@ OFF_THE_RECALL_PATH = frozenset(
         "box_memory.brain",
         "box_memory.brain.search",
         "platformdirs",  # BOX_MEMORY_HOME is set: no platform dirs to look up
+        "box_memory.progress",  # nothing is drawn off a terminal or with --json
+        "unicodedata",  # ASCII names and queries are their own NFC and NFKD forms
+        "box_memory.recall.brain_section",  # without a Box Brain store: no hits to build
     }
 )
 
