@@ -42,12 +42,6 @@ def allow(on: bool) -> None:
             _stop_heartbeat()
 
 
-def allowed_for(json: bool, quiet: bool) -> bool:
-    """What the CLI passes to `allow`: a terminal on stderr, and neither --json nor --quiet
-    (`cli.output.run` tests the same before importing this module)."""
-    return not json and not quiet and bool(getattr(sys.stderr, "isatty", lambda: False)())
-
-
 def _delay() -> float:
     return settings.progress_after_s()
 

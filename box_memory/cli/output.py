@@ -245,9 +245,9 @@ def page(lines: list[str]) -> bool:
 def run(command: str, opts: Opts, fn: Callable[[], Outcome]) -> NoReturn:
     """Run a library call, render its outcome, exit with the mapped code."""
     started = time.perf_counter()
-    # Progress only where it can be drawn (`progress.allowed_for`); otherwise the module is not
-    # imported for it (~0.5 ms of every `--json` start): nothing draws until a command allows it,
-    # and an earlier command's allowance in this process is taken back.
+    # Progress only where it can be drawn (a terminal on stderr, neither --json nor --quiet);
+    # otherwise the module is not imported for it (~0.5 ms of every `--json` start): nothing draws
+    # until a command allows it, and an earlier command's allowance in this process is taken back.
     on = not opts.json and not opts.quiet and bool(getattr(sys.stderr, "isatty", lambda: False)())
     if on or "box_memory.progress" in sys.modules:
         from box_memory import progress

@@ -40,6 +40,11 @@ Pieces = list[bytes | memoryview]
 Layout = tuple[int, dict[str, list[int]], bool, str | None]  # RawEntries: count, spans, plain_slugs, names
 
 
+def _key_head(n: int, key: str) -> bytes:
+    """What precedes the `n`th top-level value of a compact index: a comma after the first, the key."""
+    return (b"," if n else b"") + orjson.dumps(key) + b":"
+
+
 def dump_compact(
     data: dict[str, Any], given: dict[str, Pieces] | None = None
 ) -> tuple[bytes, dict[str, list[int]]]:
@@ -53,7 +58,7 @@ def dump_compact(
     for n, (k, v) in enumerate(data.items()):
         if not isinstance(k, str):
             raise TypeError("an index's top-level keys are text")
-        head = (b"," if n else b"") + orjson.dumps(k) + b":"
+        head = _key_head(n, k)
         body = given[k] if given and k in given else [orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)]
         parts.append(head)
         parts += body
@@ -494,7 +499,7 @@ def _spans(data: dict[str, Any], size: int) -> dict[str, list[int]] | None:
     whole index dumped piece by piece and joined (`dump_compact`: a copy of all its bytes)."""
     if not all(isinstance(k, str) for k in data):
         return None
-    heads = [(b"," if n else b"") + orjson.dumps(k) + b":" for n, k in enumerate(data)]
+    heads = [_key_head(n, k) for n, k in enumerate(data)]
     opts = orjson.OPT_NON_STR_KEYS
     sizes = {k: 0 if k == "entries" else len(orjson.dumps(v, option=opts)) for k, v in data.items()}
     sizes["entries"] = size - 2 - sum(map(len, heads)) - sum(sizes.values())
@@ -739,7 +744,7 @@ def _spans_fit(raw: bytes, spans: Any) -> bool:
         return False
     pos = 1
     for n, (k, span) in enumerate(spans.items()):
-        head = (b"," if n else b"") + orjson.dumps(k) + b":"
+        head = _key_head(n, k)
         if not (isinstance(span, list) and len(span) == 2 and raw.startswith(head, pos)):
             return False
         start, end = span

@@ -132,10 +132,7 @@ def load_for_write(
 ) -> tuple[FolderIndex, list[str]]:
     """The folder's index for a write (caller holds the lock; `idx`: it loaded it already),
     repaired first if it drifted, and the folder's names (listed once: the drift check and the
-    free names share the listing). `raw_ok`: its entries may stay unparsed (`load_index`).
-    Refused before anything is read or written when one more entry could take the folder's index
-    past what the store takes in one upload (Box: 50 MB)."""
-    check_index_room(ws, folder)
+    free names share the listing). `raw_ok`: its entries may stay unparsed (`load_index`)."""
     idx = load_index(ws, folder, raw_ok=raw_ok) if idx is None else idx
     names = ws.store.list_names(folder)
     if ws.config.settings.get("rebuild_index_on_drift") and (
@@ -259,11 +256,13 @@ class Transaction:
         (or, in a long-lived process, the names its last write left when nothing changed since:
         `keep_folders`)."""
         if folder not in self.open:
+            # Refused before anything is read or written when one more entry could take the
+            # folder's index past what the store takes in one upload (Box: 50 MB).
+            check_index_room(self.ws, folder)
             keeper = None if self.batch else _keeper
             slots = None
             listed: list[str] = []
             if keeper is not None:  # a long-lived server: its kept index, parsed
-                check_index_room(self.ws, folder)
                 idx = load_index(self.ws, folder)
                 slots = keeper.reuse(self.ws, idx)
                 if slots is None:

@@ -201,8 +201,9 @@ class Folders(CloudState):
         pid = self.folder_id(parent, logical=logical)
         if pid is None:
             return None
-        lead = self._leading_folders(pid) if _month_parent(parent) and pid not in self._listings else None
-        item = self._find(self._list(pid) if lead is None else lead, name)
+        told, item = self._month_folder(parent, pid, name)
+        if not told:
+            item = self._find(self._list(pid), name)
         if item is None or not is_folder(item):
             return None
         self._paths[path] = str(item["id"])
@@ -278,14 +279,13 @@ class Folders(CloudState):
             self._paths[f"{path}/{name}" if path else name] = str(found[name]["id"])
         return names
 
-    def _folder_in_unlisted(self, parent: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+    def _month_folder(self, parent: str, pid: str, name: str) -> tuple[bool, dict[str, Any] | None]:
         """(True, folder `name` or None when there is none) from the pages of memories folder
-        `parent` before its first file, when `parent` is not listed yet (see `subfolders`): a month
-        folder is found, or known to be missing, without listing the 100,000 files beside it.
-        (False, None) when those pages cannot tell: the caller lists `parent` whole."""
-        self._prefetch_folders()
-        pid = self.folder_id(parent)
-        if pid is None or pid in self._listings:
+        `parent` (Box id `pid`) before its first file, when it is not listed yet (see
+        `subfolders`): a month folder is found, or known to be missing, without listing the
+        100,000 files beside it. (False, None) when those pages cannot tell, or `parent` is no
+        memories folder: the caller lists it whole."""
+        if "." in name or not _month_parent(parent) or pid in self._listings:
             return False, None
         found = self._leading_folders(pid)
         if found is None:
@@ -364,8 +364,10 @@ class Folders(CloudState):
         pin = self._pins.get(path)
         if pin is not None and self._unlisted.get(parent) not in self._listings:
             return pin  # found by its Box file id (pins.py): the folder is not listed for it
-        if "." not in name and _month_parent(parent):  # a month's `YYYY-MM`, likely
-            known, found = self._folder_in_unlisted(parent, name)
+        if _month_parent(parent):  # a month's `YYYY-MM`, perhaps
+            self._prefetch_folders()
+            pid = self.folder_id(parent)
+            known, found = (False, None) if pid is None else self._month_folder(parent, pid, name)
             if known:
                 return found
         items = self._items(parent)
