@@ -421,12 +421,12 @@ class RecallCache(FileChecks):
             if self._needs_compaction():  # checked again under the write lock
                 self._compact()
             rows = self._folder_rows()  # another process may have refreshed meanwhile
-            plans = [
-                plan
-                for f in folders
-                if rows.get(f, (None, None, None))[:2] != sigs[f]
-                and (plan := self._plan_folder(f, sigs[f])) is not None
-            ]
+            stale = [f for f in folders if rows.get(f, (None, None, None))[:2] != sigs[f]]
+            if self.ws.store.local_root is None and len(stale) > 1:
+                # On Box the indexes to re-read are fetched together, a few at a time, not one
+                # after another: a fresh machine's first recall of a big workspace waits on them.
+                self.ws.store.prefetch([join(f, INDEX_NAME) for f in stale])
+            plans = [plan for f in stale if (plan := self._plan_folder(f, sigs[f])) is not None]
             self._insert_planned(plans)
             for plan in plans:
                 self._finish_folder(plan)

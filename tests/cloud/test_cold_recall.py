@@ -11,6 +11,7 @@ BOX_MEMORY_HOME (no recall cache, content cache, listings or tool catalogue).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -93,9 +94,11 @@ def _fresh_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
     return home
 
 
-def _recall(b: Backend, emu: Emulator, *args: str) -> tuple[dict[str, Any], Counter[str]]:
+def _recall(
+    b: Backend, emu: Emulator, *args: str, code: int | None = 0
+) -> tuple[dict[str, Any], Counter[str]]:
     emu.reset_calls()
-    env = b.run("recall", *args)
+    env = b.run("recall", *args, code=code)
     calls = Counter(c.name for c in emu.calls)
     calls.trail = [(c.name, _where(emu, c.arguments)) for c in emu.calls]  # type: ignore[attr-defined]
     return env, calls
@@ -288,3 +291,38 @@ def test_an_index_outside_the_config_s_folders_makes_the_fresh_machine_look_for_
     assert _ids(env) == [mem_id(10_200)]
     listed = [args for name, args in calls.trail if name == "list_folder_content_by_folder_id"]  # type: ignore[attr-defined]
     assert any(a.startswith(f"folder_id={big.name}/teams/default ") for a in listed), listed
+
+
+def test_a_fresh_machine_fetches_the_folder_indexes_together(
+    big: Backend, emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each call waits 250 ms before it runs: indexes fetched one after another start at least
+    # that far apart; fetched together (a few at a time), they start within a moment of each other.
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    emu.configure(latency_ms=250)
+    env, _ = _recall(big, emu, mem_id(10_200))
+    assert _ids(env)[0] == mem_id(10_200)
+    starts = sorted(
+        c.time
+        for c in emu.calls
+        if c.name == "get_file_content" and _where(emu, c.arguments).endswith("/_index.json")
+    )
+    assert len(starts) >= 2, "\n".join(f"{c.name} {_where(emu, c.arguments)}" for c in emu.calls)
+    assert min(b - a for a, b in itertools.pairwise(starts)) < 0.2, starts
+    # Each index is read once: the read that parses it takes the fetched copy.
+    paths = [_where(emu, c.arguments) for c in emu.calls if c.name == "get_file_content"]
+    assert len(paths) == len(set(paths)), paths
+
+
+def test_an_index_over_the_read_cap_is_not_fetched_ahead(
+    big: Backend, emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from box_memory.format import safeio
+
+    size = (big.root / "memories" / "_index.json").stat().st_size
+    monkeypatch.setitem(safeio.LIMITS, "index", size - 1)  # the memories index only is over it
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    env, _ = _recall(big, emu, "anything", code=None)
+    read = [_where(emu, c.arguments).split("/", 1)[-1] for c in emu.calls if c.name == "get_file_content"]
+    assert "memories/_index.json" not in read, read
+    assert "memories/_index.json" in json.dumps(env), env  # said, not skipped silently

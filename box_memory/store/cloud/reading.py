@@ -22,7 +22,7 @@ from box_memory.errors import (
     Unreadable,
 )
 from box_memory.format.model import INDEX_NAME
-from box_memory.format.safeio import check_size, kind_for
+from box_memory.format.safeio import LIMITS, check_size, kind_for
 from box_memory.store.base import Entry, clean_path
 from box_memory.store.cloud.folders import PREFETCH_CONCURRENCY, Folders
 from box_memory.store.cloud.items import (
@@ -236,6 +236,7 @@ class Reading(Folders):
         files were fetched.
         """
         todo: dict[str, str] = {}
+        kinds: set[str] = set()
         for p in paths:
             try:
                 item = self._item(p)
@@ -243,15 +244,21 @@ class Reading(Folders):
                 continue
             if item is None or is_folder(item):
                 continue
+            size, kind = item.get("size"), kind_for(p)
+            if isinstance(size, int) and size > LIMITS[kind]:
+                continue  # over the cap: `read_bytes` refuses it before any download
             sha = item_sha1(item)
             if sha and not self.cache.has(str(item["id"]), sha):
                 todo[str(item["id"])] = sha
+                kinds.add(kind)
         if len(todo) < 2:
             return 0
         from box_memory.progress import task
 
         ids, results = list(todo), []
-        with task("Reading memories from Box", total=len(ids), unit="files") as bar:
+        indexes = kinds == {"index"}
+        label = "Reading folder indexes from Box" if indexes else "Reading memories from Box"
+        with task(label, total=len(ids), unit="indexes" if indexes else "files") as bar:
             for start in range(0, len(ids), PREFETCH_WAVE):  # waves, so that progress can be shown
                 wave = ids[start : start + PREFETCH_WAVE]
                 calls = [("get_file_content", {"file_id": fid}) for fid in wave]
