@@ -326,3 +326,23 @@ def test_an_index_over_the_read_cap_is_not_fetched_ahead(
     read = [_where(emu, c.arguments).split("/", 1)[-1] for c in emu.calls if c.name == "get_file_content"]
     assert "memories/_index.json" not in read, read
     assert "memories/_index.json" in json.dumps(env), env  # said, not skipped silently
+
+
+@pytest.mark.parametrize("expired", [False, True])
+def test_a_big_index_is_fetched_as_bytes_and_as_text_when_its_download_fails(
+    big: Backend, emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, expired: bool
+) -> None:
+    from box_memory.store.cloud import reading
+
+    # The memories index (~300 KiB here) counts as big; the small ones are read as text.
+    monkeypatch.setattr(reading, "DOWNLOAD_MIN_BYTES", 100_000)
+    if expired:
+        emu.configure(download_ttl_s=0)  # every download URL has expired by the time it is used
+    _fresh_machine(tmp_path, monkeypatch, "m1")
+    env, _ = _recall(big, emu, mem_id(10_200))
+    assert _ids(env)[0] == mem_id(10_200)
+    texts = [_where(emu, c.arguments).split("/", 1)[-1] for c in emu.calls if c.name == "get_file_content"]
+    urls = [_where(emu, c.arguments).split("/", 1)[-1] for c in emu.calls if c.name == "get_download_url"]
+    assert "memories/_index.json" in urls, urls
+    assert ("memories/_index.json" in texts) is expired, texts
+    assert "files/_index.json" in texts and "files/_index.json" not in urls

@@ -39,6 +39,11 @@ __all__ = ["MIB", "Reading"]
 
 MIB = 1024 * 1024
 PREFETCH_WAVE = 64  # files fetched per wave of concurrent calls (progress is counted per wave)
+# An index this big is fetched as bytes (`get_download_url`, then a plain GET) rather than as the
+# text of a `get_file_content` answer, where it arrives as JSON escaped inside the answer's JSON,
+# twice where the answer also carries structured content: at 100,000 memories decoding 77 MB of
+# indexes that way cost ~1 s of a fresh machine's first recall, and the server as much to encode.
+DOWNLOAD_MIN_BYTES = MIB
 
 
 def _content_retries() -> tuple[int, float]:
@@ -156,13 +161,23 @@ class Reading(Folders):
                     cached = self.cache.get(fid, sha)
                     if cached is not None:
                         return cached
-            data, why = self._fetch_verified(path, fid, sha)
+            data, why = self._fetch_verified(path, fid, sha, bytes_first=self._as_bytes(item, kind_for(path)))
             if data is not None:
                 if sha:
                     self.cache.put(fid, sha, data)
                 return data
         raise ContentUnverified(
             f"{path}: Box gave no content matching the file's sha1 after {attempts} attempts ({why})"
+        )
+
+    def _as_bytes(self, item: dict[str, Any], kind: str) -> bool:
+        """Whether this file is read as bytes first (DOWNLOAD_MIN_BYTES), not as text."""
+        size = item.get("size")
+        return (
+            kind == "index"
+            and isinstance(size, int)
+            and size >= DOWNLOAD_MIN_BYTES
+            and self.has_tool("get_download_url")
         )
 
     def _details_sha1(self, path: str, file_id: str) -> str | None:
@@ -175,9 +190,22 @@ class Reading(Folders):
             return None
         return item_sha1(as_object(details) or {})
 
-    def _fetch_verified(self, path: str, file_id: str, sha: str | None) -> tuple[bytes | None, str]:
-        """(bytes whose sha1 is `sha`, "") or (None, what went wrong) - one try of each source."""
+    def _fetch_verified(
+        self, path: str, file_id: str, sha: str | None, *, bytes_first: bool = False
+    ) -> tuple[bytes | None, str]:
+        """(bytes whose sha1 is `sha`, "") or (None, what went wrong) - one try of each source;
+        `bytes_first`: the download before the text (a big index, `_as_bytes`)."""
         problems: list[str] = []
+        bytes_first = bytes_first and bool(sha)
+        if bytes_first:
+            try:
+                data = b"".join(self._download(path, file_id))
+            except BoxMemoryError as e:  # the text is tried next, and says what is wrong
+                problems.append(f"download failed: {e}")
+            else:
+                if sha1_of(data) == sha:
+                    return data, ""
+                problems.append("the downloaded bytes do not match the sha1")
         try:
             text: str | None = self.box.call_text("get_file_content", {"file_id": file_id})
         except BoxToolError as e:
@@ -194,6 +222,8 @@ class Reading(Folders):
                 if sha and sha1_of(data) == sha:
                     return data, ""
                 problems.append("the text representation is not byte-exact")
+        if bytes_first:
+            return None, "; ".join(problems)  # downloaded already
         if not self.has_tool("get_download_url"):
             problems.append("the server has no get_download_url to fetch the bytes")
             return None, "; ".join(problems)
@@ -215,18 +245,35 @@ class Reading(Folders):
         return self._download(path, str(item["id"]), chunk_size)
 
     def _download(self, path: str, file_id: str, chunk_size: int = MIB) -> Iterator[bytes]:
-        payload = self.call("get_download_url", {"file_id": file_id})
-        url = None
-        if isinstance(payload, str) and payload.strip().startswith("http"):
-            url = payload.strip()
-        elif isinstance(payload, dict):
-            for key in ("download_url", "downloadUrl", "url", "location"):
-                if isinstance(payload.get(key), str):
-                    url = payload[key]
-                    break
+        url = download_url(self.call("get_download_url", {"file_id": file_id}))
         if not url:
             raise BoxToolError(f"Box tool get_download_url gave no URL for {path}")
         return _stream(url, path, chunk_size)
+
+    def _downloads(self, wanted: dict[str, str]) -> dict[str, bytes]:
+        """{file id: bytes} of big files ({file id: path}) fetched as bytes, concurrently: one
+        `get_download_url` call each, then a plain GET of the short-lived URL (valid 15 minutes:
+        developer.box.com/guides/downloads/get-url). A file whose URL or download fails is left
+        out (the caller reads it as text)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        ids = list(wanted)
+        answers = self.box.call_many(
+            [("get_download_url", {"file_id": fid}) for fid in ids], concurrency=PREFETCH_CONCURRENCY
+        )
+
+        def one(fid: str, answer: Any) -> bytes | None:
+            url = None if isinstance(answer, BaseException) else download_url(answer)
+            if not url:
+                return None
+            try:
+                return b"".join(_stream(url, wanted[fid], MIB))
+            except BoxMemoryError:
+                return None
+
+        with ThreadPoolExecutor(max_workers=PREFETCH_CONCURRENCY) as pool:
+            got = list(pool.map(one, ids, answers))
+        return {fid: data for fid, data in zip(ids, got, strict=True) if data is not None}
 
     def prefetch(self, paths: Iterable[str]) -> int:
         """Read many files concurrently into the text cache before they are read one by one.
@@ -236,6 +283,7 @@ class Reading(Folders):
         files were fetched.
         """
         todo: dict[str, str] = {}
+        big: dict[str, str] = {}  # {file id: path} of the big indexes, fetched as bytes
         kinds: set[str] = set()
         for p in paths:
             try:
@@ -251,8 +299,17 @@ class Reading(Folders):
             if sha and not self.cache.has(str(item["id"]), sha):
                 todo[str(item["id"])] = sha
                 kinds.add(kind)
+                if self._as_bytes(item, kind):
+                    big[str(item["id"])] = p
         if len(todo) < 2:
             return 0
+        fetched = 0
+        for fid, data in (self._downloads(big) if big else {}).items():
+            if sha1_of(data) == todo[fid]:
+                self.cache.put(fid, todo.pop(fid), data)
+                fetched += 1
+        if not todo:
+            return fetched
         from box_memory.progress import task
 
         ids, results = list(todo), []
@@ -264,13 +321,23 @@ class Reading(Folders):
                 calls = [("get_file_content", {"file_id": fid}) for fid in wave]
                 results += self.box.call_many(calls, concurrency=PREFETCH_CONCURRENCY)
                 bar.advance(len(wave))
-        fetched = 0
         for (fid, sha), res in zip(todo.items(), results, strict=True):
             text = envelope_text(res)
             if text is not None and sha1_of(data := text.encode("utf-8")) == sha:
                 self.cache.put(fid, sha, data)
                 fetched += 1
         return fetched
+
+
+def download_url(payload: Any) -> str | None:
+    """The URL in a `get_download_url` answer (plain text, or an object naming it)."""
+    if isinstance(payload, str) and payload.strip().startswith("http"):
+        return payload.strip()
+    if isinstance(payload, dict):
+        for key in ("download_url", "downloadUrl", "url", "location"):
+            if isinstance(payload.get(key), str):
+                return str(payload[key])
+    return None
 
 
 def _stream(url: str, path: str, chunk_size: int) -> Iterator[bytes]:
