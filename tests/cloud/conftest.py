@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "shared_links": (),
     "external_collaborators": (),
     "catalogue": "today",
+    "download_ttl_s": 900,
 }
 
 
