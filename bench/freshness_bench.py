@@ -67,7 +67,7 @@ def bench_size(n: int, out: Path, runs: int) -> list[str]:
     real_check = RecallCache._check_files
 
     def without() -> None:
-        RecallCache._check_files = lambda self, folders, rows: False  # type: ignore[method-assign]
+        RecallCache._check_files = lambda self, folders, rows, events: False  # type: ignore[method-assign]
         try:
             cache.refresh()
         finally:
