@@ -233,6 +233,9 @@ class CacheDB:
         self._dead_changed = False  # rids went to `dead` in this transaction (meta count to update)
         self._outside: set[tuple[str, str]] = set()  # (folder, id): read again as changed in place
         self._just_read: set[int] = set()  # rids whose files this transaction read
+        # Folders this refresh listed, read and recorded with the digest of that listing's stats
+        # (`files_sig`): not stat'ed again at its end (`_check_files`)
+        self._settled: set[str] = set()
         self._racy: set[str] = set()  # folders where a racy file stat was recorded
         self._pinned: dict[str, str] = {}  # Box folders read through their index: its file id
         self._defer: set[str] = set()  # paths whose bodies this refresh leaves pending (NOT_FETCHED)

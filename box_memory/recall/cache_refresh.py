@@ -25,7 +25,7 @@ import gc
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -45,7 +45,7 @@ from box_memory.recall.cache_db import (
     signature,
     stat_signature,
 )
-from box_memory.store.base import as_unlisted_reads, join
+from box_memory.store.base import as_batch_reads, as_unlisted_reads, join
 from box_memory.workspace.resolve import INDEX_NAME
 
 BATCH = 500  # memory files read and inserted per statement batch (and per progress step)
@@ -115,6 +115,10 @@ class FileChecks(CacheDB):
             if row is None or row[1] in (None, "denied"):
                 continue  # not cached, unreadable, or read again next time anyway
             path = os.path.join(root, f)  # noqa: PTH118 - a string join: no Path objects
+            if f in self._settled:  # just listed and read, its digest that listing's
+                if watch is not None and watch.watching(path):
+                    self._compared.add(path)  # watched before it was listed: a change since is an event
+                continue
             if (
                 watch is not None
                 and events is not None
@@ -285,6 +289,15 @@ def _listed(st: os.stat_result) -> str:
 _DIR_FD = os.stat in os.supports_dir_fd and os.listdir in os.supports_fd
 
 
+def stats_digest(stats: Iterable[os.stat_result]) -> str:
+    """The digest `folder_stats` makes of a folder's memory files, from their stats."""
+    acc = count = 0
+    for st in stats:
+        count += 1
+        acc += hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return f"{count}:{acc & 0xFFFFFFFFFFFFFFFF:x}"
+
+
 def folder_stats(path: str, *, keep: bool = False) -> tuple[str, dict[str, os.stat_result]] | None:
     """One folder's memory files: a digest of their stats (order-free, deterministic across
     processes: it hashes integers only) and, with `keep`, the stats by name. None when it cannot
@@ -322,7 +335,7 @@ class RecallCache(FileChecks):
     def refresh(self) -> list[str]:
         """Bring the cache up to date with the workspace; return its stale-index warnings."""
         started = time.perf_counter()
-        self._just_read, self._racy = set(), set()
+        self._just_read, self._racy, self._settled = set(), set(), set()
         watch = self.watch
         events = watch.changed() if watch is not None else None  # drained before any stat
         steady, self._steady = self._steady, None
@@ -506,13 +519,19 @@ class RecallCache(FileChecks):
         self.stats.reread_folders += 1
         warnings: list[Any] = []
         pinned = folder in self._pinned  # on Box: read through its index, never listed
+        local = None if pinned else as_batch_reads(ws.store)
+        digest = None
         try:
             idx = load_index(ws, folder)
-            listing = (
-                []
-                if pinned
-                else [e for e in ws.store.list_dir(folder) if not e.is_dir and is_memory_file(e.name)]
-            )
+            if local is not None:
+                # The stats the listing was made from give the folder's files digest (as
+                # `folder_stats` makes it), taken before any file is read: a file changed after
+                # this shows as a changed digest next time, and its stat as changed since its read.
+                found, stats = local.list_dir_stats(folder)
+                digest = stats_digest(st for name, st in stats.items() if _memory_name(name))
+            else:
+                found = [] if pinned else ws.store.list_dir(folder)
+            listing = [e for e in found if not e.is_dir and is_memory_file(e.name)]
         except Unreadable as e:
             # A team folder this user may not read: skipped, never taken for an empty folder. A
             # link out of the workspace: the same, and the warning names the link.
@@ -546,6 +565,10 @@ class RecallCache(FileChecks):
                 (folder,),
             )
         }
+        # A folder none of whose memories the cache held (a cold build, a new folder): every file
+        # is read below, so the listing's digest is one of files all read after it was taken.
+        # With memories kept from before, their files must be compared one by one first.
+        fresh = not old
         todo: list[tuple[dict[str, Any], str, str, bytes, str | None]] = []
         replaced: list[int] = []
         seen: set[str] = set()
@@ -570,7 +593,9 @@ class RecallCache(FileChecks):
             todo.append((ent, mid, path, sig, file_sig))
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
-        return _Plan(folder, ws.folder_team(folder), sigs, warnings, todo, len(seen))
+        plan = _Plan(folder, ws.folder_team(folder), sigs, warnings, todo, len(seen))
+        plan.digest = digest if fresh else None
+        return plan
 
     def _insert_planned(self, plans: list[_Plan]) -> None:
         """Read and add every planned entry, oldest first across all folders: rids are times, so a
@@ -638,9 +663,19 @@ class RecallCache(FileChecks):
             # (a chmod changes no signature recorded here): they show up once they can be read.
             warnings += [{"unreadable": p} for p in denied]
             sigs = (None, None)
+        # Its files' digest, when every file was read as plain and none had changed so recently
+        # that its stat may not show a next change (racy): then `_check_files` has nothing to
+        # compare at the end of this refresh, and the next one compares digests. Otherwise the
+        # files are compared one by one, as for a folder never compared.
+        digest = plan.digest
+        if unread or denied or folder in self._racy or any(f == folder for f, _ in self.unreadable):
+            digest = None
+        if digest is not None:
+            self._settled.add(folder)
         self.conn.execute(
-            "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings) VALUES (?, ?, ?, ?)",
-            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode()),
+            "INSERT OR REPLACE INTO folders(folder, index_sig, dir_sig, warnings, files_sig) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (folder, sigs[0], sigs[1], orjson.dumps(warnings).decode(), digest),
         )
 
     def apply_write(
@@ -710,7 +745,7 @@ class _Plan:
     `entries`: the entries its index holds. (A plain class: a NamedTuple is built at import, ~0.3
     ms of every recall's start, and only a refresh that re-reads a folder makes one.)"""
 
-    __slots__ = ("entries", "folder", "sigs", "team", "todo", "warnings")
+    __slots__ = ("digest", "entries", "folder", "sigs", "team", "todo", "warnings")
 
     def __init__(
         self,
@@ -727,6 +762,7 @@ class _Plan:
         self.warnings = warnings
         self.todo = todo
         self.entries = entries
+        self.digest: str | None = None  # a local folder: its files' digest as listed (`stats_digest`)
 
 
 def _entry_path(folder: str, ent: dict[str, Any]) -> str:

@@ -202,9 +202,11 @@ class UnlistedReads(Protocol):
 
 @runtime_checkable
 class BatchReads(Protocol):
-    """A local folder: many memory files read at once, the plain case only (`LocalStore.read_files`)."""
+    """A local folder: many memory files read at once, the plain case only (`LocalStore.read_files`),
+    and a folder listed with the stat of each entry (`LocalStore.list_dir_stats`)."""
 
     def read_files(self, paths: list[str]) -> dict[str, tuple[os.stat_result, bytes | None]]: ...
+    def list_dir_stats(self, path: str) -> tuple[list[Entry], dict[str, os.stat_result]]: ...
 
 
 @runtime_checkable

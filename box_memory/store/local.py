@@ -541,6 +541,15 @@ class LocalStore:
         return Entry(p.name, p.is_dir(), st.st_size, st.st_mtime)
 
     def list_dir(self, path: str) -> list[Entry]:
+        return self._scan(path, None)
+
+    def list_dir_stats(self, path: str) -> tuple[list[Entry], dict[str, os.stat_result]]:
+        """`list_dir`, and the stat (links followed) each entry was listed from, by its name as
+        listed (a link that loops is listed as the link, and has no stat here)."""
+        stats: dict[str, os.stat_result] = {}
+        return self._scan(path, stats), stats
+
+    def _scan(self, path: str, stats: dict[str, os.stat_result] | None) -> list[Entry]:
         out: list[Entry] = []
         self._contain(clean_path(path))
         try:
@@ -548,14 +557,17 @@ class LocalStore:
                 for de in it:
                     if de.name.startswith(TMP_PREFIX):
                         continue
+                    followed = True
                     try:
                         st = de.stat()
                     except FileNotFoundError:
                         continue
                     except OSError:  # a link to itself (ELOOP): listed as what it is, a link
-                        st = de.stat(follow_symlinks=False)
+                        st, followed = de.stat(follow_symlinks=False), False
                     name = de.name if de.name.isascii() else nfc(de.name)
                     out.append(Entry(name, stat.S_ISDIR(st.st_mode), st.st_size, st.st_mtime))
+                    if stats is not None and followed:
+                        stats[name] = st
         except FileNotFoundError:
             return []
         except PermissionError:
