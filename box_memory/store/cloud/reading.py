@@ -41,8 +41,8 @@ MIB = 1024 * 1024
 PREFETCH_WAVE = 64  # files fetched per wave of concurrent calls (progress is counted per wave)
 # An index this big is fetched as bytes (`get_download_url`, then a plain GET) rather than as the
 # text of a `get_file_content` answer, where it arrives as JSON escaped inside the answer's JSON,
-# twice where the answer also carries structured content: at 100,000 memories decoding 77 MB of
-# indexes that way cost ~1 s of a fresh machine's first recall, and the server as much to encode.
+# twice where the answer also carries structured content: at 100,000 memories receiving 77 MB of
+# indexes that way cost ~1.8 s of a fresh machine's first recall, and the server as much to encode.
 DOWNLOAD_MIN_BYTES = MIB
 
 
