@@ -36,7 +36,7 @@ import orjson
 from box_memory.errors import InvalidInput
 from box_memory.format.ids import normalize_tag, slugify
 from box_memory.format.model import LIVE
-from box_memory.recall.cache_db import ENTRY_COLS, ENTRY_FIELDS, folded, uts_below
+from box_memory.recall.cache_db import ENTRY_COLS, ENTRY_FIELDS, folded, json_ints, uts_below
 from box_memory.recall.cache_refresh import RecallCache
 from box_memory.recall.query import Filters, tokens_of
 
@@ -114,10 +114,6 @@ def hit_order(hits: list[Hit]) -> list[Hit]:
         )
     )
     return out
-
-
-def json_ints(values: Any) -> str:
-    return "[" + ",".join(str(int(v)) for v in values) + "]"
 
 
 def prefer(rows: list[Row]) -> Row:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from box_memory.format.model import HIDDEN_STATUSES
-from box_memory.recall.cache_db import ENTRY_COLS, folded, split_body
-from box_memory.recall.rank import ORDER_TAIL, Hit, Ladder, Row, json_ints, prefer
+from box_memory.recall.cache_db import ENTRY_COLS, folded, json_ints, split_body
+from box_memory.recall.rank import ORDER_TAIL, Hit, Ladder, Row, prefer
 from box_memory.store.base import as_batch_reads, as_unlisted_reads
 
 
