@@ -435,10 +435,9 @@ class RecallCache(FileChecks):
                 self._compact()
             rows = self._folder_rows()  # another process may have refreshed meanwhile
             stale = [f for f in folders if rows.get(f, (None, None, None))[:2] != sigs[f]]
-            if self.ws.store.local_root is None and len(stale) > 1:
-                # On Box the indexes to re-read are fetched together, a few at a time, not one
-                # after another: a fresh machine's first recall of a big workspace waits on them.
-                self.ws.store.prefetch([join(f, INDEX_NAME) for f in stale])
+            # On Box the indexes to re-read are fetched together, a few at a time, not one after
+            # another: a fresh machine's first recall of a big workspace waits on them.
+            self.ws.store.prefetch(join(f, INDEX_NAME) for f in stale)
             plans = [plan for f in stale if (plan := self._plan_folder(f, sigs[f])) is not None]
             self._insert_planned(plans)
             for plan in plans:
@@ -593,9 +592,8 @@ class RecallCache(FileChecks):
             todo.append((ent, mid, path, sig, file_sig))
         self._delete_rids([v[0] for v in old.values()] + replaced)
         self.stats.removed += len(old)
-        plan = _Plan(folder, ws.folder_team(folder), sigs, warnings, todo, len(seen))
-        plan.digest = digest if fresh else None
-        return plan
+        team = ws.folder_team(folder)
+        return _Plan(folder, team, sigs, warnings, todo, len(seen), digest if fresh else None)
 
     def _insert_planned(self, plans: list[_Plan]) -> None:
         """Read and add every planned entry, oldest first across all folders: rids are times, so a
@@ -652,7 +650,8 @@ class RecallCache(FileChecks):
         """Record a re-read folder's signatures and warnings (none kept when a file could not be
         read: the folder is read again next time)."""
         folder, sigs, warnings = plan.folder, plan.sigs, plan.warnings
-        warnings += [f"{msg} (recall uses its index entry only)" for f, msg in self.unreadable if f == folder]
+        unreadable = [msg for f, msg in self.unreadable if f == folder]
+        warnings += [f"{msg} (recall uses its index entry only)" for msg in unreadable]
         unread = [msg for f, msg in self._unread if f == folder]
         denied = [path for f, path in self._denied if f == folder]
         if unread:
@@ -668,7 +667,7 @@ class RecallCache(FileChecks):
         # compare at the end of this refresh, and the next one compares digests. Otherwise the
         # files are compared one by one, as for a folder never compared.
         digest = plan.digest
-        if unread or denied or folder in self._racy or any(f == folder for f, _ in self.unreadable):
+        if unread or denied or unreadable or folder in self._racy:
             digest = None
         if digest is not None:
             self._settled.add(folder)
@@ -755,6 +754,7 @@ class _Plan:
         warnings: list[Any],
         todo: list[Todo],
         entries: int = 0,
+        digest: str | None = None,
     ) -> None:
         self.folder = folder
         self.team = team
@@ -762,7 +762,7 @@ class _Plan:
         self.warnings = warnings
         self.todo = todo
         self.entries = entries
-        self.digest: str | None = None  # a local folder: its files' digest as listed (`stats_digest`)
+        self.digest = digest  # a folder read whole: its files' digest as listed (`stats_digest`)
 
 
 def _entry_path(folder: str, ent: dict[str, Any]) -> str:
