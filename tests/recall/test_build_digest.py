@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,23 +17,12 @@ from box_memory.recall.cache_db import RACY_NS
 from box_memory.recall.cache_refresh import _memory_name, folder_stats, stats_digest
 from box_memory.store.local import LocalStore
 from tests.conftest import Cli
-from tests.recall.helpers import put, reindex
-from tests.recall.test_edits_in_place import edit, memory
-
-
-def _recall(cli: Cli, root: Path, query: str) -> tuple[list[str], dict[str, Any], list[str]]:
-    env = cli.json("recall", query, "--no-brain", "-w", str(root))
-    return [h["title"] for h in env["data"]["hits"]], env["data"]["cache"], env["warnings"]
+from tests.recall.test_edits_in_place import edit, hits, memory, stale, two_memories
 
 
 @pytest.fixture
 def root(tmp_path: Path, cli: Cli) -> Path:
-    root = tmp_path / "ws"
-    cli.json("init", "--path", str(root))
-    put(root, "Deploy plan", "The deploy uses a canary.", n=1, updated="2026-01-02T10:00:00.000Z")
-    put(root, "Backup policy", "Nightly backups to cold storage.", n=2, updated="2026-01-03T10:00:00.000Z")
-    put(root, "Queue sizing", "Partitions by tenant.", n=3, updated="2026-01-04T10:00:00.000Z")
-    reindex(root)
+    root = two_memories(tmp_path, cli)
     time.sleep(RACY_NS / 1e9)  # past the racy window: files this new are compared one by one
     return root
 
@@ -58,30 +46,30 @@ def test_a_listing_gives_the_digest_a_look_at_the_folder_gives(tmp_path: Path) -
 
 
 def test_a_cold_build_does_not_stat_the_files_it_just_read_again(root: Path, cli: Cli) -> None:
-    found, cache, _ = _recall(cli, root, "deploy")
+    found, _, data = hits(cli, root, "deploy")
     assert found == ["Deploy plan"]
-    assert cache["rebuilt"] and cache["reread_files"] == 3
-    assert cache["stat_folders"] == 0, cache  # no second look at any folder it just read
-    found, cache, _ = _recall(cli, root, "backups")
+    assert data["cache"]["rebuilt"] and data["cache"]["reread_files"] == 2
+    assert data["cache"]["stat_folders"] == 0, data["cache"]  # no second look at a folder it just read
+    found, _, data = hits(cli, root, "backups")
     assert found == ["Backup policy"]
-    assert cache["stat_folders"] >= 1 and cache["rechecked_files"] == 0, cache  # compared, same
+    assert data["cache"]["stat_folders"] >= 1 and data["cache"]["rechecked_files"] == 0  # compared, same
 
 
 def test_an_edit_in_place_after_the_build_is_found_by_the_next_recall(root: Path, cli: Cli) -> None:
-    assert _recall(cli, root, "deploy")[0] == ["Deploy plan"]
-    edit(memory(root, "deploy-plan"), "a canary.", "a canary! wombatzine")  # size and mtime kept
-    found, cache, warnings = _recall(cli, root, "wombatzine")
+    assert hits(cli, root, "deploy")[0] == ["Deploy plan"]
+    edit(memory(root, "deploy-plan"), "a canary.", "a canary! wombatzine")  # mtime kept
+    found, warnings, data = hits(cli, root, "wombatzine")
     assert found == ["Deploy plan"]
-    assert cache["reread_files"] == 1, cache  # that file only
-    assert [w for w in warnings if "may be stale" in w]
+    assert data["cache"]["reread_files"] == 1, data["cache"]  # that file only
+    assert stale(warnings)
 
 
 def test_an_edit_keeping_size_and_times_is_found_when_the_folder_is_read_again(root: Path, cli: Cli) -> None:
     """The edit changes the folder's ctime, so the folder is read again; the memory's listing
     (size, mtime) is as before, so it is kept without a read, and only its stat (ctime) shows the
     edit: the folder's new digest must not be taken as its files' compared state."""
-    assert _recall(cli, root, "deploy")[0] == ["Deploy plan"]
+    assert hits(cli, root, "deploy")[0] == ["Deploy plan"]
     edit(memory(root, "deploy-plan"), "a canary.", "a canarz.")  # same size, times put back
-    found, cache, _ = _recall(cli, root, "canarz")
-    assert found == ["Deploy plan"], cache
-    assert _recall(cli, root, "canary")[0] == []
+    found, _, data = hits(cli, root, "canarz")
+    assert found == ["Deploy plan"], data["cache"]
+    assert hits(cli, root, "canary")[0] == []

@@ -45,14 +45,19 @@ def stale(warnings: list[str]) -> list[str]:
     return [w for w in warnings if "may be stale" in w]
 
 
-@pytest.fixture
-def root(tmp_path: Path, cli: Cli) -> Path:
+def two_memories(tmp_path: Path, cli: Cli) -> Path:
+    """A workspace of two memories, "Deploy plan" (a canary) and "Backup policy" (backups)."""
     root = tmp_path / "ws"
     cli.json("init", "--path", str(root))
     put(root, "Deploy plan", "The deploy uses a canary.", n=1, updated="2026-01-02T10:00:00.000Z")
     put(root, "Backup policy", "Nightly backups to cold storage.", n=2, updated="2026-01-03T10:00:00.000Z")
     reindex(root)
     return root
+
+
+@pytest.fixture
+def root(tmp_path: Path, cli: Cli) -> Path:
+    return two_memories(tmp_path, cli)
 
 
 @pytest.fixture(params=["cli", "serve"])
