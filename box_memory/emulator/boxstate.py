@@ -125,6 +125,10 @@ class BoxState:
         self._items: dict[str, Item] = {}
         self._by_path: dict[str, str] = {}
         self._children: dict[str, set[str]] = {}
+        # Folder sizes (`folder_size`): every folder's, summed in one pass over the items, kept
+        # until an item is saved or dropped (`_changes` counts those).
+        self._changes = 0
+        self._sizes: tuple[int, dict[str, int]] = (-1, {})
         for (data,) in self._db.execute("SELECT data FROM items"):
             item = Item(**json.loads(data))
             self._index(item)
@@ -157,6 +161,7 @@ class BoxState:
             self._children.setdefault(item.parent_path, set()).add(item.path)
 
     def _unindex(self, item: Item) -> None:
+        self._changes += 1
         self._items.pop(item.id, None)
         if self._by_path.get(item.path) == item.id:
             del self._by_path[item.path]
@@ -164,6 +169,7 @@ class BoxState:
             self._children.get(item.parent_path, set()).discard(item.path)
 
     def _save(self, item: Item) -> None:
+        self._changes += 1
         if item.is_root:
             return
         self._db.execute(
@@ -390,16 +396,27 @@ class BoxState:
             return None
 
     def folder_size(self, folder: Item) -> int:
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.path_of(folder)):
-            for name in files:
-                if name.startswith(TMP_PREFIX):
-                    continue
-                try:
-                    total += (Path(dirpath) / name).lstat().st_size
-                except FileNotFoundError:
-                    continue
-        return total
+        """Bytes in the files under the folder, as far as the emulator has seen them.
+
+        Box keeps a folder's `size` as a field of the folder and hands it back with every listing
+        that asks for it; it does not add the tree up per call. Walking the tree here made a
+        listing of a workspace's root cost a stat of every file below it (1.5 s at 100,000
+        memories). Sizes are summed for every folder at once, from the items known, and kept
+        until an item changes: a file put on disk behind the emulator's back counts once a
+        listing or a search has seen it.
+        """
+        with self._lock:
+            if self._sizes[0] != self._changes:
+                sizes: dict[str, int] = {}
+                for item in self._items.values():
+                    if item.type != "file" or item.name.startswith(TMP_PREFIX):
+                        continue
+                    parent = item.parent_path
+                    while parent is not None:
+                        sizes[parent] = sizes.get(parent, 0) + item.size
+                        parent = parent.rsplit("/", 1)[0] if "/" in parent else ("" if parent else None)
+                self._sizes = (self._changes, sizes)
+            return self._sizes[1].get(folder.path, 0)
 
     def known_bytes(self) -> int:
         """Bytes in the files seen so far (cheap: no walk of the whole tree)."""

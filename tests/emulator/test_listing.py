@@ -158,3 +158,34 @@ async def test_bad_marker_and_limit_are_400(emu: Emulator) -> None:
         missing = await call_error(client, "list_folder_content_by_folder_id")
     assert bad_marker["status"] == bad_limit["status"] == missing["status"] == 400
     assert "folder_id" in missing["message"]
+
+
+@pytest.mark.anyio
+async def test_a_folder_size_adds_up_the_files_below_it_and_follows_their_changes(tmp_path: Path) -> None:
+    root = tmp_path / "box"
+    (root / "ws" / "memories" / "2026").mkdir(parents=True)
+    (root / "ws" / "memories" / "2026" / "a.md").write_bytes(b"x" * 10)
+    (root / "ws" / "memories" / "b.md").write_bytes(b"y" * 5)
+    (root / "ws" / "top.md").write_bytes(b"z" * 2)
+    fields = ["name", "size"]
+
+    async def sizes(client: object, folder_id: str) -> dict[str, int]:
+        page = await call(client, "list_folder_content_by_folder_id", folder_id=folder_id, fields=fields)
+        return {e["name"]: e["size"] for e in page["entries"]}
+
+    with running_emulator(root) as emu:
+        async with connect(emu) as client:
+            ws = emu.fs.id_for_path("ws")
+            mem = emu.fs.id_for_path("ws/memories")
+            emu.fs.id_for_path("ws/memories/2026/a.md")  # seen: as Box, sizes count what it holds
+            assert await sizes(client, "0") == {"ws": 17}
+            assert await sizes(client, ws) == {"memories": 15, "top.md": 2}
+            # A new file and a new version through the tools: the sizes above them follow.
+            await call(client, "upload_file", file_name="c.md", file_content="c" * 100, parent_folder_id=mem)
+            a = emu.fs.id_for_path("ws/memories/2026/a.md")
+            await call(client, "upload_file_version", file_id=a, file_content="a" * 1)
+            assert await sizes(client, ws) == {"memories": 106, "top.md": 2}
+            # A file gone from disk: dropped once a listing sees it gone.
+            (root / "ws" / "memories" / "b.md").unlink()
+            assert "b.md" not in await sizes(client, mem)
+            assert await sizes(client, "0") == {"ws": 103}
