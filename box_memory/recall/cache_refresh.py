@@ -365,6 +365,7 @@ class RecallCache(FileChecks):
             rows = self._folder_rows()
         if self._check_files(folders, rows, events):
             rows, wrote = self._folder_rows(), True
+        self.to_wal()
         calm = watched and not wrote and not self._racy
         self._just_read, self._racy = set(), set()
         drifted = self._drifted()
