@@ -110,7 +110,8 @@ ENTRY_FIELDS = [
 ENTRY_COLS = ", ".join(f"e.{c}" for c in ENTRY_FIELDS)
 
 WORD_RE = re.compile(r"\w+")
-_FM_CLOSE = re.compile(r"\r?\n---[ \t]*(?:\r?\n|\Z)")
+_words = WORD_RE.findall
+_FM_CLOSE = re.compile(r"\n---[ \t]*(?:\r?\n|\Z)")  # matched where `str.find` saw "\n---"
 _EXPIRES = re.compile(r"^expires_at:[ \t]*['\"]?([^'\"\r\n]+)", re.M)
 
 
@@ -132,9 +133,15 @@ def split_body(raw: bytes) -> tuple[str, str]:
     if text.startswith("\ufeff"):
         text = text[1:]
     if text.startswith("---"):
-        m = _FM_CLOSE.search(text, 3)
-        if m:
-            return text[3 : m.start()], text[m.end() :]
+        # The first "\n---" that ends its line closes the frontmatter (a "\r" before it is the
+        # line end's): `str.find` to each candidate, the pattern only there. A regex search for
+        # the whole `\r?\n---...` was ~5 us a file (0.5 s of a 100,000-memory build).
+        at = text.find("\n---", 3)
+        while at >= 0:
+            m = _FM_CLOSE.match(text, at)
+            if m:
+                return text[3 : at - 1 if text[at - 1] == "\r" and at > 3 else at], text[m.end() :]
+            at = text.find("\n---", at + 1)
     return "", text
 
 
@@ -142,9 +149,12 @@ def field_words(title_cf: str, slug_cf: str, tags_cf: str) -> dict[str, int]:
     """The words of an entry's folded title, slug and tags, each with the best field holding it
     (title 4, slug 3, tag 2): its postings. A query token is inside a field exactly when it is
     inside one of the field's words (tokens are \\w+ runs too), so scoring needs only these rows."""
-    field: dict[str, int] = dict.fromkeys(WORD_RE.findall(tags_cf), 2)
-    field.update(dict.fromkeys(WORD_RE.findall(slug_cf), 3))
-    field.update(dict.fromkeys(WORD_RE.findall(title_cf), 4))
+    words = _words
+    field: dict[str, int] = dict.fromkeys(words(tags_cf), 2) if tags_cf else {}
+    for w in words(slug_cf):
+        field[w] = 3
+    for w in words(title_cf):
+        field[w] = 4
     return field
 
 
