@@ -49,12 +49,13 @@ def breakdown(db_path: Path, top: int = 6) -> str:
     return ", ".join(f"{name} {size / 1e6:.1f}" for name, size in rows[:top])
 
 
-# The reference: the bodies into a bare FTS5 table, nothing else (no index, no metadata, no checks).
+# The reference: the bodies into a bare FTS5 table, nothing else (no index, no metadata, no checks),
+# journaled as the cache's first fill is (SQLite's rollback journal, not WAL: each page written
+# once; 2-5% faster than through WAL here).
 BARE_FTS5 = r"""
 import os, sqlite3, sys
 ws, db_path = sys.argv[1], sys.argv[2]
 db = sqlite3.connect(db_path, isolation_level=None)
-db.execute("PRAGMA journal_mode=WAL")
 db.execute("PRAGMA synchronous=NORMAL")
 db.execute("CREATE VIRTUAL TABLE fts USING fts5(body, content='', "
            "tokenize='porter unicode61 remove_diacritics 2')")
@@ -78,7 +79,7 @@ def bare_fts5(py: str, ws: Path, scratch: Path) -> tuple[float, float]:
     """(wall ms, cpu ms) of the reference build of `ws`'s bodies into a fresh database."""
     scratch.mkdir(parents=True, exist_ok=True)
     db = scratch / "bare.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     return _run([py, "-c", BARE_FTS5, str(ws), str(db)], _env(scratch / "home"), ws)
 
