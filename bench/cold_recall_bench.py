@@ -21,9 +21,10 @@ in bodies), one `python -m box_memory recall ... --json` process with an EMPTY u
 recall cache, text cache, listings or tool catalogue): tool calls (`tools/call`), calls by tool,
 wall time, and the recall process's own CPU (the rest of the wall is the calls' latency and the
 emulator's work: serving the indexes, and a search that reads every file, where Box has an index).
-`--before` runs the same with another interpreter (a non-editable install of main):
-main's first recall reads every memory file, whatever the query, so it is run once per size (its
-cost does not depend on the shape) and stopped after `--before-timeout-s`.
+`--before` runs the same with another interpreter (a non-editable install of an earlier main), for
+the id query only (a cold build's cost does not depend on the shape; a main from before the
+indexes answered a cold recall read every memory file), stopped after `--before-timeout-s`. The
+emulator is this tree's either way: run an earlier tree's copy of this bench for its emulator too.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ def main() -> None:
             emu.configure(latency_ms=a.latency_ms)
             if a.before:
                 r = cold_recall(emu, a.before, spec, home, [manifest["probe_id"]], a.before_timeout_s)
-                rows.append((n, "any (main reads every file)", "before", r))
+                rows.append((n, "id (the --before build)", "before", r))
                 print(_line(rows[-1]), flush=True)
             for label, args in queries(manifest):
                 prof = (
