@@ -9,6 +9,7 @@ indexes and the rollup. A single write saves at once; a batch saves at checkpoin
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -49,6 +50,16 @@ BATCH_SAVE_EVERY = 2000  # a long batch saves its indexes this often (index-rebu
 # commit freezes what is allocated so far (`gc.freeze`: the index holds no cycles, refcounting
 # still frees it) and unfreezes at the end, so a long-lived process (`serve`) keeps collecting.
 FREEZE_ABOVE = 2000
+# The commits of this process that froze and have not ended (a server's run side by side, in its
+# worker threads): the last one to end unfreezes, when `_thaw` - decided by the first, as nothing
+# was frozen before it, or the process is a long-lived server. A server was started by the CLI's
+# `main`, which freezes what its imports loaded: asking `gc.get_freeze_count()` on every commit
+# walked the whole frozen heap (~19 ms a write in a 10k `serve` under load, holding the GIL),
+# and its answer kept every server write from unfreezing, so the cycles made between writes were
+# never collected.
+_freeze_lock = threading.Lock()
+_freezers = 0
+_thaw = False
 
 
 @dataclass
@@ -269,9 +280,9 @@ class Transaction:
                     idx, listed = load_for_write(self.ws, folder, self.warnings, idx)
             else:
                 idx, listed = load_for_write(self.ws, folder, self.warnings, raw_ok=not self.batch)
-            if idx.count() > FREEZE_ABOVE:
+            if idx.count() > FREEZE_ABOVE and not self.froze:
+                _freeze()
                 self.froze = True
-                gc.freeze()  # see FREEZE_ABOVE
             if slots is None:
                 slots = FolderSlots.scan(idx, listed)
             if keeper is not None:
@@ -382,10 +393,9 @@ def commit(
     batch = on_item is not None
     results: list[dict[str, Any]] = []
     tx = Transaction(ws, batch=batch)
-    frozen_before = gc.get_freeze_count()
     # batch(): on a local folder one sync per checkpoint, not 2 per file
     with (
-        _unfreeze_after(tx, frozen_before == 0),
+        _unfreeze_after(tx),
         ws.store.lock(writer=writer, skill=skill),
         ws.store.batch() if batch else nullcontext(),
     ):
@@ -411,15 +421,30 @@ def commit(
     return results, tx.warnings
 
 
+def _freeze() -> None:
+    """Freeze for one commit (see FREEZE_ABOVE and `_freezers`)."""
+    global _freezers, _thaw
+    with _freeze_lock:
+        if _freezers == 0:
+            # `gc.unfreeze` cannot tell whose objects are whose: a process that froze its own
+            # keeps them frozen, unless it is a server, which must go on collecting.
+            _thaw = _keeper is not None or gc.get_freeze_count() == 0
+        _freezers += 1
+        gc.freeze()
+
+
 @contextmanager
-def _unfreeze_after(tx: Transaction, ours: bool) -> Iterator[None]:
-    """Give what this commit froze back to the cycle collector at its end (only when nothing was
-    frozen before it: `gc.unfreeze` cannot tell whose objects are whose)."""
+def _unfreeze_after(tx: Transaction) -> Iterator[None]:
+    """Give what the commits froze back to the cycle collector when the last of them ends."""
+    global _freezers
     try:
         yield
     finally:
-        if tx.froze and ours:
-            gc.unfreeze()
+        if tx.froze:
+            with _freeze_lock:
+                _freezers -= 1
+                if _freezers == 0 and _thaw:
+                    gc.unfreeze()
 
 
 # --- one memory file --------------------------------------------------------------------------
