@@ -201,6 +201,16 @@ def _indexed_names(entries: list[dict[str, Any]], data: dict[str, Any]) -> list[
     return sorted(set(map(str, map(dict.get, entries, repeat("filename")))))
 
 
+def _with_names(names: list[str], entries: list[dict[str, Any]]) -> list[str]:
+    """A copy of the sorted file names `names` with those of `entries` added (a set: each once)."""
+    out = list(names)
+    for name in map(str, map(dict.get, entries, repeat("filename"))):
+        at = bisect.bisect_left(out, name)
+        if at == len(out) or out[at] != name:
+            out.insert(at, name)
+    return out
+
+
 class EntryFacts:
     """What a save found of an index's entries for their layout (`Layout`): `by_id` was in step
     with them (`_in_step`), and their file names (`_indexed_names`) and whether their slugs are
@@ -360,18 +370,23 @@ class FolderIndex:
                 self._ids[2].add(entry["id"])
                 self._ids = (self.entries, len(self.entries), self._ids[2])
 
-    def _as_saved(self) -> bool:
-        """The entries and `by_id` are as this data's last save left them, in step (`EntryFacts`):
-        an id `by_id` lacks is then no entry's."""
+    def _kept_facts(self) -> EntryFacts | None:
+        """The facts of this data's last save (`EntryFacts`) while its entries list and `by_id`
+        are the very ones they describe."""
         facts = self._facts
-        return (
-            facts is not None
-            and not self._dirty
-            and not self._appended
-            and facts.entries is self.data.get("entries")
-            and facts.by_id is self.data.get("by_id")
-            and facts.count == len(facts.entries)
-        )
+        if (
+            facts is None
+            or facts.entries is not self.data.get("entries")
+            or facts.by_id is not self.data.get("by_id")
+        ):
+            return None
+        return facts
+
+    def _as_saved(self) -> bool:
+        """The entries and `by_id` are as this data's last save left them, in step: an id `by_id`
+        lacks is then no entry's."""
+        facts = self._kept_facts()
+        return facts is not None and not (self._dirty or self._appended) and facts.count == len(facts.entries)
 
     def _has_id(self, mem_id: str) -> bool:
         """Whether an entry has this id: a set built once per entries list (a batch of new
@@ -484,25 +499,13 @@ class FolderIndex:
     def _entry_facts(self) -> EntryFacts | None:
         """The layout's facts of the entries (None: `by_id` not in step with them), from those of
         this data's last save when the entries were only appended to since (`EntryFacts`)."""
-        entries, prev = self.entries, self._facts
-        orphans = bool(self.data.get("orphans"))
-        if (
-            prev is not None
-            and prev.entries is entries
-            and prev.by_id is self.data.get("by_id")
-            and self._grown is not None
-            and prev.count + self._grown == len(entries)
-        ):
+        entries, prev = self.entries, self._kept_facts()
+        if prev is not None and self._grown is not None and prev.count + self._grown == len(entries):
             new = entries[prev.count :]  # `_append_maps` put each at its position in `by_id`
-            names = None
-            if prev.names is None:
-                names = _indexed_names(entries, self.data)
-            elif not orphans:
-                names = list(prev.names)
-                for name in map(str, map(dict.get, new, repeat("filename"))):
-                    at = bisect.bisect_left(names, name)
-                    if at == len(names) or names[at] != name:
-                        names.insert(at, name)
+            if prev.names is None or self.data.get("orphans"):
+                names = _indexed_names(entries, self.data)  # (None with orphans)
+            else:
+                names = _with_names(prev.names, new)
             return EntryFacts(self.data, names, prev.plain and _plain_slugs(new))
         if not _in_step(self.data.get("by_id"), entries):
             return None
@@ -538,11 +541,7 @@ class FolderIndex:
         n = raw.count + len(new)
         listed = None
         if raw.listed is not None and not self.data.get("orphans"):
-            listed = list(raw.listed)
-            for name in map(str, map(dict.get, new, repeat("filename"))):
-                at = bisect.bisect_left(listed, name)
-                if at == len(listed) or listed[at] != name:
-                    listed.insert(at, name)
+            listed = _with_names(raw.listed, new)
         plain = raw.plain_slugs and _plain_slugs(new)
         digest = names_digest(listed) if listed is not None else None
         if len(raw.added["by_id"]) == len(new):  # (by_id still names every entry)
