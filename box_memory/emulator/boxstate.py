@@ -411,10 +411,10 @@ class BoxState:
                 for item in self._items.values():
                     if item.type != "file" or item.name.startswith(TMP_PREFIX):
                         continue
-                    parent = item.parent_path
-                    while parent is not None:
-                        sizes[parent] = sizes.get(parent, 0) + item.size
-                        parent = parent.rsplit("/", 1)[0] if "/" in parent else ("" if parent else None)
+                    parts = item.path.split("/")[:-1]
+                    for depth in range(len(parts) + 1):  # the root (""), then each folder down
+                        folder_path = "/".join(parts[:depth])
+                        sizes[folder_path] = sizes.get(folder_path, 0) + item.size
                 self._sizes = (self._changes, sizes)
             return self._sizes[1].get(folder.path, 0)
 
