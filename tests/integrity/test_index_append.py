@@ -46,13 +46,23 @@ TITLES = [
 ]
 
 
-@pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The lowered thresholds; returns the index parses made (folder index files, and unparsed
-    entries parsed later)."""
+def lower_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few entries make a "large" index: the code a 40,000-memory folder runs."""
     monkeypatch.setattr(index, "CHECKED_MIN_BYTES", 0)
     monkeypatch.setattr(index, "COMPACT_ABOVE", 3)
     monkeypatch.setattr(index, "LAZY_ROLLUP_BYTES", 0)  # the rollup may lag, as a large one does
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lowered thresholds; returns the index parses made (`spy_parses`)."""
+    lower_thresholds(monkeypatch)
+    return spy_parses(monkeypatch)
+
+
+def spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The memories index's parses from now on: its file parsed whole, or unparsed entries parsed
+    later (a spy: the real parse still runs)."""
     seen: list[str] = []
     real_parse = index.parse_index
     real_raw = getattr(index.FolderIndex, "_parse_raw", None)

@@ -26,7 +26,7 @@ from box_memory.serve.server import MemoryServer
 from box_memory.workspace.resolve import open_workspace
 from box_memory.write.commit import keep_folders
 from tests.conftest import Cli
-from tests.integrity.test_index_append import checked_write
+from tests.integrity.test_index_append import checked_write, lower_thresholds, spy_parses
 from tests.integrity.util import bm_json
 
 PATH = "memories/_index.json"
@@ -35,9 +35,7 @@ IN_STEP, INDEXED_NAMES = index_mod._in_step, index_mod._indexed_names  # as they
 
 @pytest.fixture
 def root(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(index_mod, "CHECKED_MIN_BYTES", 0)
-    monkeypatch.setattr(index_mod, "COMPACT_ABOVE", 3)
-    monkeypatch.setattr(index_mod, "LAZY_ROLLUP_BYTES", 0)
+    lower_thresholds(monkeypatch)
     root = tmp_path / "ws"
     cli.json("init", "--path", str(root))
     for n in range(5):  # past COMPACT_ABOVE before the server starts
@@ -62,24 +60,7 @@ def looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The memories index's parses, whole or of its unparsed entries (a spy, as in
-    tests/integrity/test_index_append.py)."""
-    seen: list[str] = []
-    real_parse, real_raw = index_mod.parse_index, index_mod.FolderIndex._parse_raw
-
-    def parse(raw: bytes, where: str, *, checked: bool = False) -> dict[str, Any]:
-        if where.endswith(PATH):
-            seen.append("parse")
-        return real_parse(raw, where, checked=checked)
-
-    def parse_raw(self: index_mod.FolderIndex) -> None:
-        if self.raw() is not None:
-            seen.append("unparsed entries parsed")
-        real_raw(self)
-
-    monkeypatch.setattr(index_mod, "parse_index", parse)
-    monkeypatch.setattr(index_mod.FolderIndex, "_parse_raw", parse_raw)
-    return seen
+    return spy_parses(monkeypatch)
 
 
 def recorded(root: Path) -> list[Any] | None:
